@@ -1,0 +1,199 @@
+"""`ComputeDAG`: the stages of a tensor program in topological order, its FLOPs, JSON and reference."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from autosched.dtypes import is_float, np_dtype
+from autosched.te.expr import Binary, Call, Expr, IterVar, Reduce, Select, check_name, walk
+from autosched.te.serialize import DAGFormatError, expr_from_json, expr_to_json
+from autosched.te.tensor import ComputeOp, PlaceholderOp, Tensor, compute, placeholder
+
+FORMAT_VERSION = 1
+_FLOP_BINARY = frozenset({"add", "sub", "mul", "div", "min", "max", "pow"})
+
+
+def _count_flops(e: Expr) -> int:
+    n = 0
+    for node in walk(e):
+        if isinstance(node, Binary) and node.op in _FLOP_BINARY and is_float(node.dtype):
+            n += 1
+        elif isinstance(node, Call) and is_float(node.dtype) and node.func != "neg":
+            n += 1
+        elif isinstance(node, Select) and is_float(node.dtype):
+            n += 0
+    return n
+
+
+class ComputeDAG:
+    """All operations reachable from `outputs`, in a deterministic topological order."""
+
+    def __init__(self, outputs: Tensor | Sequence[Tensor]) -> None:
+        outs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+        if not outs:
+            raise ValueError("ComputeDAG needs at least one output tensor")
+        order: list[Tensor] = []
+        state: dict[int, int] = {}
+        by_name: dict[str, Tensor] = {}
+
+        def visit(t: Tensor) -> None:
+            s = state.get(id(t))
+            if s == 2:
+                return
+            if s == 1:
+                raise ValueError(f"cycle through tensor {t.name!r}")
+            state[id(t)] = 1
+            for inp in t.op.input_tensors():
+                visit(inp)
+            state[id(t)] = 2
+            other = by_name.get(t.name)
+            if other is not None and other is not t:
+                raise ValueError(f"two different tensors are both named {t.name!r}; give each stage its own name")
+            by_name[t.name] = t
+            order.append(t)
+
+        for t in outs:
+            if not isinstance(t, Tensor):
+                raise TypeError(f"ComputeDAG outputs must be tensors, got {type(t).__name__}")
+            visit(t)
+        self.tensors: list[Tensor] = order
+        self.outputs: list[Tensor] = outs
+        self.by_name = by_name
+
+    @property
+    def placeholders(self) -> list[Tensor]:
+        return [t for t in self.tensors if isinstance(t.op, PlaceholderOp)]
+
+    @property
+    def computes(self) -> list[Tensor]:
+        return [t for t in self.tensors if isinstance(t.op, ComputeOp)]
+
+    def __getitem__(self, name: str) -> Tensor:
+        if name not in self.by_name:
+            raise KeyError(f"no tensor named {name!r} in the DAG; tensors: {list(self.by_name)}")
+        return self.by_name[name]
+
+    def consumers(self, t: Tensor) -> list[Tensor]:
+        return [c for c in self.computes if any(i is t for i in c.op.input_tensors())]
+
+    def flop_count(self) -> float:
+        total = 0
+        for t in self.computes:
+            op = t.op
+            points = int(np.prod(op.shape))
+            if isinstance(op.body, Reduce):
+                points *= int(np.prod([a.extent for a in op.reduce_axis]))
+                total += points * (_count_flops(op.body.source) + 1)
+            else:
+                total += points * _count_flops(op.body)
+        return float(total)
+
+    # ---- JSON ---------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        ops = []
+        for t in self.tensors:
+            op = t.op
+            if isinstance(op, PlaceholderOp):
+                ops.append({"name": op.name, "kind": "placeholder", "shape": list(op.shape), "dtype": op.dtype})
+            else:
+                ops.append({
+                    "name": op.name, "kind": "compute",
+                    "axis": [[a.name, a.extent] for a in op.axis],
+                    "reduce_axis": [[a.name, a.extent] for a in op.reduce_axis],
+                    "body": expr_to_json(op.body), "dtype": op.dtype, "tag": op.tag,
+                })
+        return {"format": "autosched-dag", "version": FORMAT_VERSION, "ops": ops,
+                "outputs": [t.name for t in self.outputs]}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+    @property
+    def key(self) -> str:
+        """sha256 of the canonical JSON: identical programs share a key."""
+        return hashlib.sha256(self.to_json().encode()).hexdigest()
+
+    @staticmethod
+    def from_dict(d: dict[str, Any]) -> ComputeDAG:
+        if not isinstance(d, dict) or d.get("format") != "autosched-dag":
+            raise DAGFormatError("not an autosched DAG (missing format 'autosched-dag')")
+        if d.get("version") != FORMAT_VERSION:
+            raise DAGFormatError(f"unsupported DAG version {d.get('version')!r}; this build reads {FORMAT_VERSION}")
+        tensors: dict[str, Tensor] = {}
+        try:
+            for o in d["ops"]:
+                name = check_name(o["name"], "tensor name")
+                if name in tensors:
+                    raise DAGFormatError(f"tensor {name!r} defined twice")
+                if o["kind"] == "placeholder":
+                    tensors[name] = placeholder(tuple(o["shape"]), name, o["dtype"])
+                elif o["kind"] == "compute":
+                    tensors[name] = _compute_from_json(o, tensors)
+                else:
+                    raise DAGFormatError(f"op {name!r}: unknown kind {o['kind']!r}")
+            outs = [tensors[n] for n in d["outputs"]]
+        except KeyError as exc:
+            raise DAGFormatError(f"missing field or tensor {exc}") from None
+        except (TypeError, ValueError) as exc:
+            if isinstance(exc, DAGFormatError):
+                raise
+            raise DAGFormatError(str(exc)) from None
+        return ComputeDAG(outs)
+
+    @staticmethod
+    def from_json(text: str) -> ComputeDAG:
+        try:
+            d = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DAGFormatError(f"DAG is not valid JSON: {exc}") from None
+        return ComputeDAG.from_dict(d)
+
+    # ---- reference ----------------------------------------------------------------------------
+    def random_inputs(self, seed: int = 0) -> dict[str, np.ndarray]:
+        """Placeholder values: uniform in [-1, 1) for floats, small ints for ints, fixed seed."""
+        rng = np.random.default_rng(seed)
+        out = {}
+        for t in self.placeholders:
+            if is_float(t.dtype):
+                arr = rng.uniform(-1.0, 1.0, size=t.shape)
+            else:
+                arr = rng.integers(-8, 8, size=t.shape)
+            out[t.name] = np.ascontiguousarray(arr.astype(np_dtype(t.dtype)))
+        return out
+
+    def evaluate(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """numpy reference: every computed tensor by name (see `autosched.te.reference`)."""
+        from autosched.te.reference import evaluate_dag
+
+        return evaluate_dag(self, inputs)
+
+
+def _compute_from_json(o: dict[str, Any], tensors: dict[str, Tensor]) -> Tensor:
+    axis = [IterVar(n, int(e), "spatial") for n, e in o["axis"]]
+    raxis = [IterVar(n, int(e), "reduce") for n, e in o["reduce_axis"]]
+    vars_ = {a.name: a for a in axis + raxis}
+    if len(vars_) != len(axis) + len(raxis):
+        raise DAGFormatError(f"compute {o['name']!r}: duplicate axis names")
+    body = expr_from_json(o["body"], vars_, tensors)
+    if body.dtype != o["dtype"]:
+        raise DAGFormatError(f"compute {o['name']!r}: body dtype {body.dtype} != declared {o['dtype']}")
+    return compute(tuple(a.extent for a in axis), _const_fn(body, axis), o["name"], tag=o.get("tag", ""),
+                   axis_names=[a.name for a in axis])
+
+
+def _const_fn(body: Expr, axis: list[IterVar]):
+    """fcompute that returns the loaded body with `compute`'s fresh axes substituted in."""
+    from autosched.te.expr import substitute
+
+    def f(*new_axis: IterVar) -> Expr:
+        mapping = dict(zip(axis, new_axis))
+        if isinstance(body, Reduce):
+            return Reduce(body.reducer, substitute(body.source, mapping), body.axes)
+        return substitute(body, mapping)
+
+    return f
