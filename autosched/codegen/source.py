@@ -12,8 +12,9 @@ from autosched.measure.types import ArgSpec
 class KernelSource:
     """Generated kernel source for one schedule on one target.
 
-    `vectorized_lines` lists the source lines holding loops the schedule asked to vectorize, so
-    the compiler's report can confirm that they really were vectorized.
+    `vector_loops` lists, for each loop the schedule asked to vectorize, its first and last source
+    line and the first lines of the loops around it, so the compiler's report can confirm that it
+    really became vector code (or a library call such as memset).
     """
 
     language: str  # "c", "cuda", "triton"
@@ -22,7 +23,7 @@ class KernelSource:
     args: tuple[ArgSpec, ...]
     compile_flags: tuple[str, ...] = ()
     launch: dict = field(default_factory=dict, hash=False, compare=False)
-    vectorized_lines: tuple[int, ...] = ()
+    vector_loops: tuple[tuple[int, int, tuple[int, ...]], ...] = ()
 
     @property
     def source_hash(self) -> str:

@@ -8,6 +8,8 @@ loops a schedule marked `vectorize` really became vector code.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 import re
 import subprocess
@@ -46,6 +48,18 @@ class CompiledLibrary:
     vectorized_lines: frozenset[int]  # source lines gcc reports as vectorized
     seconds: float
     cached: bool
+    library_call_lines: frozenset[int] = frozenset()  # loop nests gcc replaced by memset/memcpy
+
+    def unvectorized(self, source: KernelSource) -> list[int]:
+        """First lines of the loops `source` marks vectorized that gcc did not turn into vector code."""
+        missing = []
+        for start, end, outer in source.vector_loops:
+            if any(start <= ln <= end for ln in self.vectorized_lines):
+                continue
+            if any(start <= ln <= end or ln in outer for ln in self.library_call_lines):
+                continue
+            missing.append(start)
+        return missing
 
 
 def default_cache_dir() -> Path:
@@ -53,11 +67,30 @@ def default_cache_dir() -> Path:
     return Path(base) / "autosched" / "kernels"
 
 
-def _parse_vec_report(text: str) -> frozenset[int]:
-    lines = set()
-    for m in re.finditer(r"^[^:\n]*:(\d+):\d+: optimized: loop vectorized", text, re.M):
-        lines.add(int(m.group(1)))
-    return frozenset(lines)
+def _parse_vec_report(text: str) -> tuple[frozenset[int], frozenset[int]]:
+    vec = {int(m.group(1)) for m in re.finditer(r"^[^:\n]*:(\d+):\d+: optimized: loop vectorized", text, re.M)}
+    lib = {int(m.group(1)) for m in re.finditer(r"^[^:\n]*:(\d+):\d+: optimized: Loop (?:nest )?\d+ distributed: "
+                                                 r"split to 0 loops", text, re.M)}
+    return frozenset(vec), frozenset(lib)
+
+
+REPORT_FLAG = "-fopt-info-vec-loop-optimized"
+
+
+@functools.lru_cache(maxsize=8)
+def _compiler_id(compiler: str) -> str:
+    try:
+        return subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return compiler
+
+
+def _cache_key(source: KernelSource, compiler: str) -> str:
+    """Artifacts depend on the source, every flag and the compiler version: all go into the key."""
+    h = hashlib.sha256(source.source_hash.encode())
+    for part in (*BASE_FLAGS, *LINK_FLAGS, REPORT_FLAG, _compiler_id(compiler)):
+        h.update(b"\0" + part.encode())
+    return h.hexdigest()
 
 
 def compile_c(
@@ -72,18 +105,19 @@ def compile_c(
         raise ValueError(f"compile_c got a {source.language!r} kernel; it compiles only C")
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     cache.mkdir(parents=True, exist_ok=True)
-    key = source.source_hash
+    key = _cache_key(source, compiler)
     so_path = cache / f"{key}.so"
     report_path = cache / f"{key}.vec"
     if so_path.exists() and report_path.exists():
-        return CompiledLibrary(so_path, key, _parse_vec_report(report_path.read_text()), 0.0, True)
+        vec, lib = _parse_vec_report(report_path.read_text())
+        return CompiledLibrary(so_path, key, vec, 0.0, True, lib)
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(dir=cache) as tmp:
         c_path = Path(tmp) / "kernel.c"
         c_path.write_text(source.code)
         out = Path(tmp) / "kernel.so"
         vec = Path(tmp) / "kernel.vec"
-        cmd = [compiler, *BASE_FLAGS, *source.compile_flags, f"-fopt-info-vec-optimized={vec}",
+        cmd = [compiler, *BASE_FLAGS, *source.compile_flags, f"{REPORT_FLAG}={vec}",
                str(c_path), "-o", str(out), *LINK_FLAGS]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
@@ -95,4 +129,5 @@ def compile_c(
         # atomic publish: concurrent builders of the same source both succeed
         os.replace(out, so_path)
         report_path.write_text(report)
-    return CompiledLibrary(so_path, key, _parse_vec_report(report), time.perf_counter() - t0, False)
+    vecl, libl = _parse_vec_report(report)
+    return CompiledLibrary(so_path, key, vecl, time.perf_counter() - t0, False, libl)

@@ -1,0 +1,8 @@
+"""Schedules: steps, state, primitives, loop-nest IR and lowering."""
+
+from autosched.schedule.schedule import LoopRef, Schedule, StageHandle, create_schedule
+from autosched.schedule.state import ScheduleError
+from autosched.schedule.steps import STEP_TYPES, Step, step_from_dict
+
+__all__ = ["LoopRef", "STEP_TYPES", "Schedule", "ScheduleError", "StageHandle", "Step", "create_schedule",
+           "step_from_dict"]

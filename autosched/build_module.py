@@ -1,0 +1,105 @@
+"""`asc.lower` and `asc.build`: from a schedule to a readable loop nest and a callable kernel."""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from autosched.codegen.c import render_c
+from autosched.codegen.source import KernelSource
+from autosched.dtypes import np_dtype
+from autosched.measure.c_compiler import CompiledLibrary, compile_c
+from autosched.schedule.ir import LoweredFunc
+from autosched.schedule.lower import lower_state
+from autosched.schedule.schedule import Schedule
+from autosched.schedule.state import ScheduleError
+from autosched.target import Target
+from autosched.te.tensor import Tensor
+
+
+def _default_args(s: Schedule) -> list[Tensor]:
+    return list(s.dag.placeholders) + list(s.dag.outputs)
+
+
+def lower(s: Schedule, args: Sequence[Tensor] | None = None, name: str = "default_function",
+          target: str | Target = "cpu") -> LoweredFunc:
+    """The loop-nest IR of `s` (print it with `.show()`)."""
+    if not isinstance(s, Schedule):
+        raise TypeError(f"lower expects a Schedule, got {type(s).__name__}")
+    tgt = Target.parse(target)
+    return lower_state(s.state, list(args) if args is not None else _default_args(s), tgt.kind, name)
+
+
+class BuiltKernel:
+    """A compiled kernel; call it with numpy arrays in the argument order given to `build`."""
+
+    def __init__(self, source: KernelSource, lib: CompiledLibrary, lowered: LoweredFunc) -> None:
+        self.source_obj = source
+        self.lowered = lowered
+        self.library = lib
+        self._dll = ctypes.CDLL(str(lib.path))
+        self._fn = getattr(self._dll, source.entry)
+        self._fn.restype = ctypes.c_int
+        self._fn.argtypes = [ctypes.c_void_p] * len(source.args)
+        self.args = source.args
+        self._np = [np_dtype(a.dtype) for a in source.args]
+
+    @property
+    def source(self) -> str:
+        return self.source_obj.code
+
+    @property
+    def not_vectorized(self) -> list[int]:
+        """Source lines of loops marked `vectorize` that the compiler did not vectorize."""
+        return self.library.unvectorized(self.source_obj)
+
+    def check_args(self, arrays: Sequence[object]) -> list[np.ndarray]:
+        if len(arrays) != len(self.args):
+            names = [a.name for a in self.args]
+            raise TypeError(f"kernel takes {len(self.args)} arrays ({', '.join(names)}), got {len(arrays)}")
+        out = []
+        for k, (x, spec, dt) in enumerate(zip(arrays, self.args, self._np)):
+            if hasattr(x, "detach") and hasattr(x, "numpy"):  # a CPU torch tensor
+                x = x.detach().numpy()
+            if not isinstance(x, np.ndarray):
+                raise TypeError(f"argument {k} ({spec.name}): expected a numpy array, got {type(x).__name__}")
+            if x.dtype != dt:
+                raise TypeError(f"argument {k} ({spec.name}): dtype {x.dtype}, expected {spec.dtype}")
+            if tuple(x.shape) != spec.shape:
+                raise ValueError(f"argument {k} ({spec.name}): shape {tuple(x.shape)}, expected {spec.shape}")
+            if not x.flags.c_contiguous:
+                raise ValueError(f"argument {k} ({spec.name}): array must be C-contiguous "
+                                 "(use np.ascontiguousarray)")
+            if spec.is_output and not x.flags.writeable:
+                raise ValueError(f"argument {k} ({spec.name}): output array is read-only")
+            out.append(x)
+        return out
+
+    def __call__(self, *arrays: object) -> None:
+        xs = self.check_args(arrays)
+        rc = self._fn(*[x.ctypes.data for x in xs])
+        if rc != 0:
+            raise MemoryError("kernel could not allocate its temporary buffers")
+
+    def __repr__(self) -> str:
+        return f"BuiltKernel({self.source_obj.entry}, args={[a.name for a in self.args]})"
+
+
+def render(s: Schedule, args: Sequence[Tensor] | None = None, target: str | Target = "cpu",
+           name: str = "default_function") -> tuple[KernelSource, LoweredFunc]:
+    tgt = Target.parse(target)
+    if tgt.kind != "cpu":
+        raise ScheduleError(f"target {tgt.kind!r} has no renderer in this build yet (available: cpu)")
+    f = lower(s, args, name, tgt)
+    return render_c(f), f
+
+
+def build(s: Schedule, args: Sequence[Tensor] | None = None, target: str | Target = "cpu",
+          name: str = "default_function", cache_dir: Path | None = None) -> BuiltKernel:
+    """Lower, render and compile `s`; the compiled library is cached by source hash."""
+    src, f = render(s, args, target, name)
+    lib = compile_c(src, cache_dir=cache_dir)
+    return BuiltKernel(src, lib, f)

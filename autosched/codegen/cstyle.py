@@ -1,0 +1,231 @@
+"""Expression and statement rendering shared by the C-family renderers (C, CUDA C).
+
+Renderers differ by a table of strings (types, intrinsic names, loop pragmas), not by copied
+code: `CStyleRenderer` walks the IR and asks its `Dialect` for every spelling.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from autosched.schedule import arith
+from autosched.schedule.ir import Allocate, Buffer, Comment, For, IfThen, Load, LoweredFunc, Seq, Stmt, Store
+from autosched.te.expr import Binary, Call, Cast, Const, Expr, Select, Var
+
+_INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
+          "eq": "==", "ne": "!=", "and": "&&", "or": "||"}
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """Spellings of one C-family language."""
+
+    storage_types: dict[str, str]
+    compute_types: dict[str, str]
+    float_funcs: dict[str, str]  # func -> format with {x}, for float32 compute
+    double_funcs: dict[str, str]
+    restrict: str = "restrict"
+    stack_limit_bytes: int = 256 * 1024
+    prelude: str = ""
+    kernel_prefix: str = ""
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+class CStyleRenderer:
+    def __init__(self, dialect: Dialect) -> None:
+        self.d = dialect
+        self.lines: list[str] = []
+        self.names: dict[int, str] = {}
+        self.used_names: set[str] = set()
+        self.ranges: dict[int, int] = {}
+        self.funcs_used: set[tuple[str, str]] = set()
+        self.vector_loops: list[tuple[int, int, tuple[int, ...]]] = []
+        self.loop_starts: list[int] = []
+
+    # ---- names -------------------------------------------------------------------------------
+    def var_name(self, v: Var) -> str:
+        if id(v) not in self.names:
+            base = re.sub(r"[^A-Za-z0-9_]", "_", v.name) or "v"
+            if base[0].isdigit():
+                base = "v" + base
+            name, k = base, 1
+            while name in self.used_names:
+                k += 1
+                name = f"{base}_{k}"
+            self.used_names.add(name)
+            self.names[id(v)] = name
+        return self.names[id(v)]
+
+    # ---- expressions -------------------------------------------------------------------------
+    def ctype(self, dtype: str) -> str:
+        return self.d.compute_types[dtype]
+
+    def const(self, e: Const) -> str:
+        v = e.value
+        if e.dtype == "bool":
+            return "1" if v else "0"
+        if e.dtype in ("int32", "int64"):
+            return f"{int(v)}" if e.dtype == "int32" else f"{int(v)}LL"
+        v = float(v)
+        suffix = "" if e.dtype == "float64" else "f"
+        if math.isnan(v):
+            return "NAN"
+        if math.isinf(v):
+            return "INFINITY" if v > 0 else "(-INFINITY)"
+        return f"{v!r}{suffix}"
+
+    def flat_index(self, buf: Buffer, indices: tuple[Expr, ...]) -> str:
+        flat: Expr = Const(0, "int32")
+        for d, idx in enumerate(indices):
+            stride = 1
+            for n in buf.shape[d + 1:]:
+                stride *= n
+            flat = Binary("add", flat, Binary("mul", idx, Const(stride, "int32"), "int32"), "int32")
+        return self.expr(arith.simplify(flat))
+
+    def load(self, e: Load) -> str:
+        ref = f"{e.buffer.name}[{self.flat_index(e.buffer, e.indices)}]"
+        if e.buffer.dtype == "float16":
+            return f"asc_f16_to_f32({ref})"
+        if e.buffer.dtype == "bfloat16":
+            return f"asc_bf16_to_f32({ref})"
+        return ref
+
+    def nonneg(self, e: Expr) -> bool:
+        rng = arith.numeric_range(e, self.ranges)
+        return rng is not None and rng[0] >= 0
+
+    def expr(self, e: Expr) -> str:
+        if isinstance(e, Const):
+            return self.const(e)
+        if isinstance(e, Var):
+            return self.var_name(e)
+        if isinstance(e, Load):
+            return self.load(e)
+        if isinstance(e, Binary):
+            return self.binary(e)
+        if isinstance(e, Call):
+            return self.call(e)
+        if isinstance(e, Cast):
+            inner = self.expr(e.value)
+            if e.dtype == "float16":
+                return f"asc_round_f16({inner})"
+            if e.dtype == "bfloat16":
+                return f"asc_round_bf16({inner})"
+            return f"(({self.ctype(e.dtype)})({inner}))"
+        if isinstance(e, Select):
+            return f"({self.expr(e.cond)} ? {self.expr(e.t)} : {self.expr(e.f)})"
+        raise TypeError(f"cannot render {type(e).__name__}")
+
+    def binary(self, e: Binary) -> str:
+        a, b = self.expr(e.a), self.expr(e.b)
+        op = e.op
+        if op in _INFIX:
+            return f"({a} {_INFIX[op]} {b})"
+        if op in ("floordiv", "mod"):
+            if self.nonneg(e.a) and isinstance(e.b, Const) and e.b.value > 0:
+                return f"({a} {'/' if op == 'floordiv' else '%'} {b})"
+            return f"asc_{op}_{e.dtype}({a}, {b})"
+        if op in ("min", "max"):
+            cmp = "<" if op == "min" else ">"
+            return f"(({a}) {cmp} ({b}) ? ({a}) : ({b}))"
+        if op == "pow":
+            fn = "pow" if e.dtype == "float64" else "powf"
+            return f"{fn}({a}, {b})"
+        raise TypeError(f"cannot render binary op {op}")
+
+    def call(self, e: Call) -> str:
+        x = self.expr(e.args[0])
+        if e.func == "neg":
+            return f"(-{x})"
+        if e.func == "not":
+            return f"(!{x})"
+        if e.func == "abs" and e.dtype in ("int32", "int64"):
+            return f"(({x}) < 0 ? -({x}) : ({x}))"
+        table = self.d.double_funcs if e.dtype == "float64" else self.d.float_funcs
+        fmt = table[e.func]
+        for m in re.finditer(r"\b([a-z0-9]+)\(", fmt):
+            self.funcs_used.add((m.group(1), e.dtype))
+        return fmt.format(x=x)
+
+    # ---- statements --------------------------------------------------------------------------
+    def emit(self, text: str, indent: int) -> None:
+        self.lines.append("  " * indent + text)
+
+    def store_value(self, buf: Buffer, value: str) -> str:
+        if buf.dtype == "float16":
+            return f"asc_f32_to_f16({value})"
+        if buf.dtype == "bfloat16":
+            return f"asc_f32_to_bf16({value})"
+        return value
+
+    def stmt(self, s: Stmt, indent: int) -> None:
+        if isinstance(s, Seq):
+            for x in s.stmts:
+                self.stmt(x, indent)
+        elif isinstance(s, For):
+            self.loop(s, indent)
+        elif isinstance(s, Store):
+            ref = f"{s.buffer.name}[{self.flat_index(s.buffer, s.indices)}]"
+            self.emit(f"{ref} = {self.store_value(s.buffer, self.expr(s.value))};", indent)
+        elif isinstance(s, IfThen):
+            self.emit(f"if ({self.expr(s.cond)}) {{", indent)
+            self.stmt(s.body, indent + 1)
+            self.emit("}", indent)
+        elif isinstance(s, Allocate):
+            self.allocate(s, indent)
+        elif isinstance(s, Comment):
+            self.emit(f"/* {s.text} */", indent)
+        else:
+            raise TypeError(f"cannot render {type(s).__name__}")
+
+    def allocate(self, s: Allocate, indent: int) -> None:
+        b = s.buffer
+        st = self.d.storage_types[b.dtype]
+        nbytes = b.size * _bytes(b.dtype)
+        self.emit("{", indent)
+        if nbytes <= self.d.stack_limit_bytes and b.scope == "local":
+            self.emit(f"{st} {b.name}[{b.size}] __attribute__((aligned(64)));", indent + 1)
+            self.stmt(s.body, indent + 1)
+        else:
+            rounded = -(-nbytes // 64) * 64
+            self.emit(f"{st}* {self.d.restrict} {b.name} = ({st}*)aligned_alloc(64, {rounded});", indent + 1)
+            self.emit(f"if ({b.name} == NULL) {{ asc_error = 1; }} else {{", indent + 1)
+            self.stmt(s.body, indent + 2)
+            self.emit(f"free({b.name});", indent + 2)
+            self.emit("}", indent + 1)
+        self.emit("}", indent)
+
+    def loop(self, s: For, indent: int) -> None:
+        v = self.var_name(s.var)
+        n = arith.const_value(s.extent)
+        ext = str(n) if n is not None else self.expr(s.extent)
+        if s.kind == "parallel":
+            self.emit("#pragma omp parallel for schedule(static)", indent)
+        elif s.kind == "vectorized":
+            self.emit("#pragma omp simd", indent)
+        elif s.kind == "unrolled":
+            self.emit(f"#pragma GCC unroll {min(n, 64) if n is not None else 8}", indent)
+        if n is not None:
+            self.ranges[id(s.var)] = n
+        else:
+            rng = arith.numeric_range(s.extent, self.ranges)
+            if rng is not None:
+                self.ranges[id(s.var)] = max(rng[1], 1)
+        start = len(self.lines) + 1
+        self.emit(f"for (int32_t {v} = 0; {v} < {ext}; ++{v}) {{", indent)
+        self.loop_starts.append(start)
+        self.stmt(s.body, indent + 1)
+        self.loop_starts.pop()
+        self.emit("}", indent)
+        if s.kind == "vectorized":
+            self.vector_loops.append((start, len(self.lines), tuple(self.loop_starts)))
+
+    def params(self, f: LoweredFunc) -> str:
+        return ", ".join(f"{self.d.storage_types[b.dtype]}* {self.d.restrict} {b.name}" for b in f.params)
+
+
+def _bytes(dtype: str) -> int:
+    return {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8, "bool": 1}[dtype]
