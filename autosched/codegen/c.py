@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from autosched.codegen.cstyle import CStyleRenderer, Dialect
 from autosched.codegen.source import KernelSource
+from autosched.codegen.vector_c import VECTOR_PRELUDE
 from autosched.measure.types import ArgSpec
 from autosched.schedule.ir import LoweredFunc
 
@@ -56,6 +57,8 @@ C_DIALECT = Dialect(
 
 def render_c(func: LoweredFunc, *, dialect: Dialect = C_DIALECT) -> KernelSource:
     r = CStyleRenderer(dialect)
+    r.explicit_vectors = True
+    r.source_unroll_limit = 64
     r.stmt(func.body, 1)
     body = r.lines
     decls = []
@@ -63,7 +66,7 @@ def render_c(func: LoweredFunc, *, dialect: Dialect = C_DIALECT) -> KernelSource
         if fn in _LIBMVEC:
             ty = "double" if dtype == "float64" else "float"
             decls.append(f'__attribute__((simd("notinbranch"))) {ty} {fn}({ty});')
-    head = dialect.prelude.splitlines() + decls
+    head = dialect.prelude.splitlines() + VECTOR_PRELUDE.splitlines() + decls
     sig = f'__attribute__((visibility("default"))) int {func.name}({r.params(func)}) {{'
     lines = head + [sig, "  asc_error = 0;"] + body + ["  return asc_error;", "}", ""]
     offset = len(head) + 2

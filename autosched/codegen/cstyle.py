@@ -42,6 +42,9 @@ class CStyleRenderer:
         self.ranges: dict[int, int] = {}
         self.funcs_used: set[tuple[str, str]] = set()
         self.vector_loops: list[tuple[int, int, tuple[int, ...]]] = []
+        self.subst: dict[Var, Expr] = {}
+        self.explicit_vectors = False  # dialects with GCC vector extensions turn this on
+        self.source_unroll_limit = 0
         self.loop_starts: list[int] = []
 
     # ---- names -------------------------------------------------------------------------------
@@ -77,6 +80,10 @@ class CStyleRenderer:
         return f"{v!r}{suffix}"
 
     def flat_index(self, buf: Buffer, indices: tuple[Expr, ...]) -> str:
+        if self.subst:
+            from autosched.te.expr import substitute
+
+            indices = tuple(substitute(i, self.subst) for i in indices)
         flat: Expr = Const(0, "int32")
         for d, idx in enumerate(indices):
             stride = 1
@@ -101,6 +108,8 @@ class CStyleRenderer:
         if isinstance(e, Const):
             return self.const(e)
         if isinstance(e, Var):
+            if e in self.subst:
+                return self.expr(self.subst[e])
             return self.var_name(e)
         if isinstance(e, Load):
             return self.load(e)
@@ -199,8 +208,17 @@ class CStyleRenderer:
         self.emit("}", indent)
 
     def loop(self, s: For, indent: int) -> None:
-        v = self.var_name(s.var)
         n = arith.const_value(s.extent)
+        if self.explicit_vectors and s.kind == "vectorized" and self.vector_loop(s, indent):
+            return
+        if s.kind == "unrolled" and n is not None and 0 < n <= self.source_unroll_limit \
+                and _size(s.body) * n <= 4 * self.source_unroll_limit:
+            for c in range(n):
+                self.subst[s.var] = Const(c, "int32")
+                self.stmt(s.body, indent)
+            del self.subst[s.var]
+            return
+        v = self.var_name(s.var)
         ext = str(n) if n is not None else self.expr(s.extent)
         if s.kind == "parallel":
             self.emit("#pragma omp parallel for schedule(static)", indent)
@@ -223,8 +241,50 @@ class CStyleRenderer:
         if s.kind == "vectorized":
             self.vector_loops.append((start, len(self.lines), tuple(self.loop_starts)))
 
+    def vector_loop(self, s: For, indent: int) -> bool:
+        """Write `s` with explicit vector types; False when its body does not qualify."""
+        from autosched.codegen import vector_c as vc
+
+        dtype = vc.explicit_plan(s)
+        if dtype is None:
+            return False
+        w = vc.lanes(dtype)
+        n = arith.const_value(s.extent)
+        vt = vc.vtype(dtype)
+        stores = vc._stores(s.body)
+        for base in range(0, n, w):
+            self.subst[s.var] = Const(base, "int32")
+            for st in stores:
+                val = self.vexpr(st.value, s.var, vt)
+                if not vc.varies(st.value, s.var):
+                    val = f"(({vt}){{0}} + ({val}))"
+                ref = f"&{st.buffer.name}[{self.flat_index(st.buffer, st.indices)}]"
+                self.emit(f"asc_st_{vt}({ref}, {val});", indent)
+        del self.subst[s.var]
+        return True
+
+    def vexpr(self, e: Expr, var: Var, vt: str) -> str:
+        from autosched.codegen import vector_c as vc
+
+        if isinstance(e, Load) and vc.varies(e, var):
+            return f"asc_ld_{vt}(&{e.buffer.name}[{self.flat_index(e.buffer, e.indices)}])"
+        if isinstance(e, Binary) and vc.varies(e, var):
+            return f"({self.vexpr(e.a, var, vt)} {vc.ARITH_OPS[e.op]} {self.vexpr(e.b, var, vt)})"
+        return self.expr(e)
+
     def params(self, f: LoweredFunc) -> str:
         return ", ".join(f"{self.d.storage_types[b.dtype]}* {self.d.restrict} {b.name}" for b in f.params)
+
+
+def _size(s: Stmt) -> int:
+    if isinstance(s, Seq):
+        return sum(_size(x) for x in s.stmts)
+    if isinstance(s, For):
+        n = arith.const_value(s.extent)
+        return _size(s.body) * (n if n is not None else 16)
+    if isinstance(s, IfThen | Allocate):
+        return 1 + _size(s.body)
+    return 1
 
 
 def _bytes(dtype: str) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from autosched.schedule.state import Fuse, Split, Stage
+from autosched.schedule.state import Split, Stage
 from autosched.te.expr import Binary, Const, Expr
 
 

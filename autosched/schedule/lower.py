@@ -70,8 +70,8 @@ class Lowerer:
                 raise ScheduleError(f"argument {t.name!r} appears twice")
             st = self.stages[t.name]
             if st.attach != ("root",):
-                raise ScheduleError(f"argument {t.name!r} is {'inlined' if st.attach[0] == 'inline' else 'computed at another stage'}; "
-                                    "kernel arguments must be computed at root")
+                how = "inlined" if st.attach[0] == "inline" else "computed at another stage"
+                raise ScheduleError(f"argument {t.name!r} is {how}; kernel arguments must be computed at root")
             names.append(t.name)
         for st in self.state.stages:
             if st.is_output and st.name not in names:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from autosched.dtypes import is_float, np_dtype
-from autosched.te.expr import Binary, Call, Expr, IterVar, Reduce, Select, check_name, walk
+from autosched.te.expr import Binary, Call, Expr, IterVar, Reduce, Select, TensorRead, check_name, children
 from autosched.te.serialize import DAGFormatError, expr_from_json, expr_to_json
 from autosched.te.tensor import ComputeOp, PlaceholderOp, Tensor, compute, placeholder
 
@@ -19,14 +19,23 @@ _FLOP_BINARY = frozenset({"add", "sub", "mul", "div", "min", "max", "pow"})
 
 
 def _count_flops(e: Expr) -> int:
+    """Arithmetic on values (float or integer), not on indices: the operands of a read and the
+    condition of a select are address/predicate computations, so an int32 matmul counts 2MNK like
+    a float one (an earlier version counted the multiply only for floats but the add always)."""
     n = 0
-    for node in walk(e):
-        if isinstance(node, Binary) and node.op in _FLOP_BINARY and is_float(node.dtype):
+    stack = [e]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, TensorRead):
+            continue
+        if isinstance(node, Binary) and node.op in _FLOP_BINARY:
             n += 1
-        elif isinstance(node, Call) and is_float(node.dtype) and node.func != "neg":
+        elif isinstance(node, Call) and node.func not in ("neg", "not"):
             n += 1
-        elif isinstance(node, Select) and is_float(node.dtype):
-            n += 0
+        if isinstance(node, Select):
+            stack.extend((node.t, node.f))
+        else:
+            stack.extend(children(node))
     return n
 
 
@@ -53,7 +62,8 @@ class ComputeDAG:
             state[id(t)] = 2
             other = by_name.get(t.name)
             if other is not None and other is not t:
-                raise ValueError(f"two different tensors are both named {t.name!r}; give each stage its own name")
+                raise ValueError(f"two different tensors are both named {t.name!r}; "
+                                 "give each stage its own name")
             by_name[t.name] = t
             order.append(t)
 
@@ -99,7 +109,8 @@ class ComputeDAG:
         for t in self.tensors:
             op = t.op
             if isinstance(op, PlaceholderOp):
-                ops.append({"name": op.name, "kind": "placeholder", "shape": list(op.shape), "dtype": op.dtype})
+                ops.append({"name": op.name, "kind": "placeholder", "shape": list(op.shape),
+                            "dtype": op.dtype})
             else:
                 ops.append({
                     "name": op.name, "kind": "compute",
@@ -123,7 +134,8 @@ class ComputeDAG:
         if not isinstance(d, dict) or d.get("format") != "autosched-dag":
             raise DAGFormatError("not an autosched DAG (missing format 'autosched-dag')")
         if d.get("version") != FORMAT_VERSION:
-            raise DAGFormatError(f"unsupported DAG version {d.get('version')!r}; this build reads {FORMAT_VERSION}")
+            raise DAGFormatError(f"unsupported DAG version {d.get('version')!r}; "
+                                 f"this build reads {FORMAT_VERSION}")
         tensors: dict[str, Tensor] = {}
         try:
             for o in d["ops"]:
@@ -148,10 +160,11 @@ class ComputeDAG:
     @staticmethod
     def from_json(text: str) -> ComputeDAG:
         try:
-            d = json.loads(text)
+            return ComputeDAG.from_dict(json.loads(text))
         except json.JSONDecodeError as exc:
             raise DAGFormatError(f"DAG is not valid JSON: {exc}") from None
-        return ComputeDAG.from_dict(d)
+        except RecursionError:
+            raise DAGFormatError("DAG JSON is nested too deeply") from None
 
     # ---- reference ----------------------------------------------------------------------------
     def random_inputs(self, seed: int = 0) -> dict[str, np.ndarray]:
@@ -174,8 +187,10 @@ class ComputeDAG:
 
 
 def _compute_from_json(o: dict[str, Any], tensors: dict[str, Tensor]) -> Tensor:
-    axis = [IterVar(n, int(e), "spatial") for n, e in o["axis"]]
-    raxis = [IterVar(n, int(e), "reduce") for n, e in o["reduce_axis"]]
+    axis = [IterVar(n, e, "spatial") for n, e in o["axis"]]  # IterVar rejects non-int extents
+    raxis = [IterVar(n, e, "reduce") for n, e in o["reduce_axis"]]
+    if not isinstance(o.get("tag", ""), str):
+        raise DAGFormatError(f"compute {o['name']!r}: tag must be a string")
     vars_ = {a.name: a for a in axis + raxis}
     if len(vars_) != len(axis) + len(raxis):
         raise DAGFormatError(f"compute {o['name']!r}: duplicate axis names")

@@ -8,6 +8,7 @@ The same nodes are used by the lowered loop-nest IR, so the renderers see one ex
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -22,14 +23,27 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 BINARY_OPS = ("add", "sub", "mul", "div", "floordiv", "mod", "min", "max", "pow",
               "lt", "le", "gt", "ge", "eq", "ne", "and", "or")
 COMPARE_OPS = frozenset({"lt", "le", "gt", "ge", "eq", "ne", "and", "or"})
+FLOAT_FUNCS = frozenset({"exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid"})  # ints are cast first
 UNARY_FUNCS = ("neg", "exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "abs", "not", "floor", "ceil")
 
 
 def check_name(name: str, what: str = "name") -> str:
     """Names reach generated source: they must be plain identifiers."""
-    if not isinstance(name, str) or not _IDENT.match(name) or len(name) > 64:
+    if not isinstance(name, str) or not _IDENT.fullmatch(name) or len(name) > 64:  # `$` would allow "A\n"
         raise ValueError(f"invalid {what} {name!r}: use letters, digits and '_' (not starting with a digit)")
     return name
+
+
+def as_extent(x: Any) -> int | None:
+    """`x` as a positive Python int (numpy integers welcome), or None: floats and bools are refused
+    rather than truncated, so a shape of 2.5 is an error and not a silent 2."""
+    if isinstance(x, bool):
+        return None
+    try:
+        n = operator.index(x)
+    except TypeError:
+        return None
+    return n if n > 0 else None
 
 
 class Expr:
@@ -106,7 +120,8 @@ class Expr:
         return binary("eq", self, o)
 
     def __bool__(self) -> bool:
-        raise TypeError("a te expression has no truth value: use te.if_then_else / te.all instead of `if`/`and`")
+        raise TypeError("a te expression has no truth value: "
+                        "use te.if_then_else / te.all instead of `if`/`and`")
 
     __hash__ = object.__hash__
 
@@ -145,9 +160,10 @@ class IterVar(Var):
 
     def __init__(self, name: str, extent: int, kind: str) -> None:
         super().__init__(check_name(name, "axis name"), "int32")
-        if not isinstance(extent, int) or isinstance(extent, bool) or extent <= 0:
+        n = as_extent(extent)
+        if n is None:
             raise ValueError(f"axis {name!r}: extent must be a positive int, got {extent!r}")
-        self.extent = extent
+        self.extent = n
         self.kind = kind
 
     def __repr__(self) -> str:
@@ -196,7 +212,9 @@ class TensorRead(Expr):
 class Reducer:
     """A commutative reduction: `combine(x, y)` over two variables and an identity per dtype."""
 
-    def __init__(self, name: str, combine: Expr, lhs: Var, rhs: Var, identity: dict[str, float] | float) -> None:
+    def __init__(
+        self, name: str, combine: Expr, lhs: Var, rhs: Var, identity: dict[str, float] | float
+    ) -> None:
         self.name = check_name(name, "reducer name")
         self.combine, self.lhs, self.rhs = combine, lhs, rhs
         self.identity_spec = identity
@@ -221,7 +239,8 @@ class Reducer:
             raise ValueError(f"te.{self.name}: needs at least one reduce axis")
         for ax in axes:
             if not isinstance(ax, IterVar) or ax.kind != "reduce":
-                raise ValueError(f"te.{self.name}: axis {ax!r} is not a reduce axis (make it with te.reduce_axis)")
+                raise ValueError(f"te.{self.name}: axis {ax!r} is not a reduce axis "
+                                 "(make it with te.reduce_axis)")
         src = as_expr(expr)
         if where is not None:
             src = Select(as_expr(where), src, self.identity(src.dtype), src.dtype)
@@ -284,7 +303,7 @@ def binary(op: str, a: Any, b: Any) -> Expr:
 def call(func: str, *args: Any) -> Expr:
     xs = tuple(as_expr(a) for a in args)
     dtype = xs[0].dtype
-    if func in ("exp", "log", "sqrt", "rsqrt", "tanh", "erf", "sigmoid") and not is_float(dtype):
+    if func in FLOAT_FUNCS and not is_float(dtype):
         dtype = "float32"
         xs = tuple(Cast("float32", x) for x in xs)
     return Call(func, xs, dtype)

@@ -129,6 +129,10 @@ def _einsum_plan(op: ComputeOp) -> tuple[str, list[str]] | None:
             return None
         terms.append(sub)
     out = "".join(letters[id(a)] for a in op.axis)
+    if set(letters.values()) - set("".join(terms)):
+        # an axis no operand reads: a broadcast output axis (einsum rejects it) or a reduce axis
+        # that scales the sum by its extent (einsum would drop it); the grid handles both
+        return None
     return f"{terms[0]},{terms[1]}->{out}", [reads[0].tensor.name, reads[1].tensor.name]
 
 
@@ -182,7 +186,9 @@ def evaluate_dag(dag: ComputeDAG, inputs: dict[str, np.ndarray]) -> dict[str, np
         arr = np.asarray(inputs[t.name])
         if arr.shape != t.shape:
             raise ValueError(f"input {t.name!r}: shape {arr.shape}, expected {t.shape}")
-        values[t.name] = arr.astype(reference_dtype(t.dtype))
+        # round to the placeholder's dtype first: a float64 array given for a float16 input must
+        # be seen as the float16 values a kernel would receive
+        values[t.name] = arr.astype(np_dtype(t.dtype)).astype(reference_dtype(t.dtype))
     result = {}
     for t in dag.computes:
         raw = _eval_compute(t.op, values)

@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from autosched.dtypes import SUPPORTED_DTYPES
+from autosched.dtypes import SUPPORTED_DTYPES, is_float, promote
 from autosched.te.expr import (
     BINARY_OPS,
+    COMPARE_OPS,
+    FLOAT_FUNCS,
     UNARY_FUNCS,
     Binary,
     Call,
@@ -80,6 +82,13 @@ def _dtype(d: Any) -> str:
     return d
 
 
+def _same(declared: Any, derived: str, node: Any) -> Any:
+    """Declared dtypes must match what the builders derive: the renderers trust them."""
+    if declared != derived:
+        raise DAGFormatError(f"dtype {declared!r} of node {node!r} does not match its operands ({derived})")
+    return declared
+
+
 def reducer_from_json(j: Any) -> Reducer:
     from autosched.te.tensor import BUILTIN_REDUCERS
 
@@ -110,16 +119,28 @@ def expr_from_json(j: Any, vars_: dict[str, Var], tensors: dict[str, Any]) -> Ex
         if tag == "b":
             if j[1] not in BINARY_OPS:
                 raise DAGFormatError(f"unknown binary op {j[1]!r}")
-            return Binary(j[1], expr_from_json(j[2], vars_, tensors), expr_from_json(j[3], vars_, tensors),
-                          _dtype(j[4]))
+            a, b = expr_from_json(j[2], vars_, tensors), expr_from_json(j[3], vars_, tensors)
+            want = "bool" if j[1] in COMPARE_OPS else promote(a.dtype, b.dtype)
+            if j[1] == "div" and not is_float(want):
+                raise DAGFormatError("integer 'div' node: integer division is 'floordiv'")
+            return Binary(j[1], a, b, _same(_dtype(j[4]), want, j))
         if tag == "call":
             if j[1] not in UNARY_FUNCS:
                 raise DAGFormatError(f"unknown function {j[1]!r}")
-            return Call(j[1], tuple(expr_from_json(a, vars_, tensors) for a in j[2]), _dtype(j[3]))
+            if not isinstance(j[2], list) or len(j[2]) != 1:
+                raise DAGFormatError(f"function {j[1]!r} takes exactly one argument")
+            x = expr_from_json(j[2][0], vars_, tensors)
+            if j[1] in FLOAT_FUNCS and not is_float(x.dtype):
+                raise DAGFormatError(f"function {j[1]!r} of a {x.dtype} value: cast it to a float first")
+            return Call(j[1], (x,), _same(_dtype(j[3]), "bool" if j[1] == "not" else x.dtype, j))
         if tag == "cast":
             return Cast(_dtype(j[1]), expr_from_json(j[2], vars_, tensors))
         if tag == "sel":
-            return Select(*(expr_from_json(x, vars_, tensors) for x in j[1:4]), _dtype(j[4]))
+            c, t, f = (expr_from_json(x, vars_, tensors) for x in j[1:4])
+            if c.dtype != "bool":
+                raise DAGFormatError(f"select condition has dtype {c.dtype}, needs bool")
+            _same(f.dtype, t.dtype, j)
+            return Select(c, t, f, _same(_dtype(j[4]), t.dtype, j))
         if tag == "read":
             if j[1] not in tensors:
                 raise DAGFormatError(f"read of unknown tensor {j[1]!r} (tensors must be defined before use)")

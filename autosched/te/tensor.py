@@ -17,6 +17,7 @@ from autosched.te.expr import (
     TensorRead,
     Var,
     as_expr,
+    as_extent,
     check_name,
     walk,
 )
@@ -72,7 +73,8 @@ class Tensor:
     def __getitem__(self, idx: Any) -> TensorRead:
         idx = idx if isinstance(idx, tuple) else (idx,)
         if len(idx) != len(self.shape):
-            raise IndexError(f"tensor {self.name!r} has {len(self.shape)} dimensions, indexed with {len(idx)}")
+            raise IndexError(f"tensor {self.name!r} has {len(self.shape)} dimensions, "
+                             f"indexed with {len(idx)}")
         out = []
         for k, x in enumerate(idx):
             e = as_expr(x)
@@ -88,15 +90,16 @@ class Tensor:
 
 
 def _check_shape(shape: Any, who: str) -> tuple[int, ...]:
-    if isinstance(shape, int):
+    if as_extent(shape) is not None or isinstance(shape, int):
         shape = (shape,)
     try:
         dims = tuple(shape)
     except TypeError:
         raise ValueError(f"{who}: shape must be a tuple of positive ints, got {shape!r}") from None
-    if not dims or any(not isinstance(d, int) or isinstance(d, bool) or d <= 0 for d in dims):
+    ints = tuple(as_extent(d) for d in dims)
+    if not dims or any(n is None for n in ints):
         raise ValueError(f"{who}: shape must be a non-empty tuple of positive ints, got {shape!r}")
-    return dims
+    return ints  # type: ignore[return-value]
 
 
 def placeholder(shape: Sequence[int] | int, name: str = "placeholder", dtype: str = "float32") -> Tensor:
@@ -128,7 +131,9 @@ def compute(
     """A tensor whose element at `axis` is `fcompute(*axis)`; axes take the lambda's argument names."""
     check_name(name, "tensor name")
     dims = _check_shape(shape, f"compute {name!r}")
-    params = list(inspect.signature(fcompute).parameters.values())
+    # parameters with defaults are values bound in a loop (`lambda i, f=f: ...`), not axes
+    params = [p for p in inspect.signature(fcompute).parameters.values()
+              if p.default is inspect.Parameter.empty and p.kind != inspect.Parameter.KEYWORD_ONLY]
     if axis_names is not None:
         names = list(axis_names)
         if len(names) != len(dims):
@@ -138,7 +143,8 @@ def compute(
     else:
         names = [p.name for p in params]
         if len(names) != len(dims):
-            raise ValueError(f"compute {name!r}: shape has {len(dims)} dimensions but fcompute takes {len(names)}")
+            raise ValueError(f"compute {name!r}: shape has {len(dims)} dimensions "
+                             f"but fcompute takes {len(names)}")
     axis = tuple(IterVar(n, d, "spatial") for n, d in zip(names, dims))
     body = as_expr(fcompute(*axis))
     if dtype is not None:
@@ -174,7 +180,9 @@ def _check_body(name: str, body: Expr, axis: tuple[IterVar, ...]) -> None:
 # ---- reducers --------------------------------------------------------------------------------
 
 
-def comm_reducer(combine: Callable[[Expr, Expr], Any], identity: float | dict[str, float], name: str) -> Reducer:
+def comm_reducer(
+    combine: Callable[[Expr, Expr], Any], identity: float | dict[str, float], name: str
+) -> Reducer:
     """Declare a commutative reducer, e.g. `prod = te.comm_reducer(lambda x, y: x * y, 1.0, "prod")`."""
     lhs, rhs = Var("x", "float64"), Var("y", "float64")
     return Reducer(name, as_expr(combine(lhs, rhs)), lhs, rhs, identity)
