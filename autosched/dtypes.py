@@ -22,7 +22,8 @@ def check_dtype(dtype: str, what: str = "dtype") -> str:
     """Return `dtype` if supported, else raise naming the bad value and the supported ones."""
     if not isinstance(dtype, str) or dtype not in SUPPORTED_DTYPES or dtype == "bool":
         raise DTypeError(
-            f"unsupported {what} {dtype!r}; supported: {', '.join(d for d in SUPPORTED_DTYPES if d != 'bool')}"
+            f"unsupported {what} {dtype!r}; "
+            f"supported: {', '.join(d for d in SUPPORTED_DTYPES if d != 'bool')}"
         )
     return dtype
 

@@ -160,7 +160,10 @@ class ComputeDAG:
     @staticmethod
     def from_json(text: str) -> ComputeDAG:
         try:
-            return ComputeDAG.from_dict(json.loads(text))
+            d = json.loads(text)
+            if isinstance(d, dict) and d.get("format") != "autosched-dag" and isinstance(d.get("dag"), dict):
+                d = d["dag"]  # a workload envelope carries its DAG
+            return ComputeDAG.from_dict(d)
         except json.JSONDecodeError as exc:
             raise DAGFormatError(f"DAG is not valid JSON: {exc}") from None
         except RecursionError:

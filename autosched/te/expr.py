@@ -119,6 +119,17 @@ class Expr:
     def equal(self, o: Any) -> Expr:
         return binary("eq", self, o)
 
+    def __eq__(self, o: object) -> bool:
+        if isinstance(o, int | float) and not isinstance(o, bool):
+            raise TypeError("`==` between a te expression and a number is not a comparison: "
+                            "use te.eq(a, b) (or a.equal(b))")
+        return self is o
+
+    def __ne__(self, o: object) -> bool:
+        if isinstance(o, int | float) and not isinstance(o, bool):
+            raise TypeError("`!=` between a te expression and a number is not a comparison: use te.ne(a, b)")
+        return self is not o
+
     def __bool__(self) -> bool:
         raise TypeError("a te expression has no truth value: "
                         "use te.if_then_else / te.all instead of `if`/`and`")
@@ -219,6 +230,15 @@ class Reducer:
         self.combine, self.lhs, self.rhs = combine, lhs, rhs
         self.identity_spec = identity
 
+    def __reduce__(self) -> Any:
+        # builtins are recognized by identity (JSON writes them by name, the reference takes the
+        # numpy fast path): a pickled te.sum must come back as te.sum, not as a lookalike copy
+        from autosched.te.tensor import BUILTIN_REDUCERS
+
+        if BUILTIN_REDUCERS.get(self.name) is self:
+            return (_builtin_reducer, (self.name,))
+        return (Reducer, (self.name, self.combine, self.lhs, self.rhs, self.identity_spec))
+
     def identity(self, dtype: str) -> Const:
         spec = self.identity_spec
         val = spec.get(dtype, spec.get("default")) if isinstance(spec, dict) else spec
@@ -245,6 +265,12 @@ class Reducer:
         if where is not None:
             src = Select(as_expr(where), src, self.identity(src.dtype), src.dtype)
         return Reduce(self, src, axes)
+
+
+def _builtin_reducer(name: str) -> Reducer:
+    from autosched.te.tensor import BUILTIN_REDUCERS
+
+    return BUILTIN_REDUCERS[name]
 
 
 def _elementwise(r: Reducer, a: Any, b: Any) -> Expr:

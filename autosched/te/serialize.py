@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from autosched.dtypes import SUPPORTED_DTYPES, is_float, promote
+from autosched.dtypes import INT_DTYPES, SUPPORTED_DTYPES, is_float, promote
 from autosched.te.expr import (
     BINARY_OPS,
     COMPARE_OPS,
@@ -111,7 +111,10 @@ def expr_from_json(j: Any, vars_: dict[str, Var], tensors: dict[str, Any]) -> Ex
     tag = j[0]
     try:
         if tag == "c":
-            return Const(_unnum(j[1]), _dtype(j[2]))
+            value, dtype = _unnum(j[1]), _dtype(j[2])
+            if (dtype == "bool") != isinstance(value, bool) or (dtype in INT_DTYPES and not isinstance(value, int)):
+                raise DAGFormatError(f"constant {j[1]!r} is not a {dtype} value")
+            return Const(value, dtype)
         if tag == "v":
             if j[1] not in vars_:
                 raise DAGFormatError(f"unknown variable {j[1]!r}")

@@ -6,7 +6,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from autosched.dtypes import check_dtype
+from autosched.dtypes import check_dtype, is_float
 from autosched.te.expr import (
     Binary,
     Const,
@@ -196,5 +196,12 @@ BUILTIN_REDUCERS = {"sum": sum, "max": max, "min": min}
 
 
 def const(value: float | int, dtype: str = "float32") -> Const:
+    """A typed constant; an integer dtype refuses a fractional value instead of storing 1.5 as an int."""
     check_dtype(dtype)
-    return Const(value, dtype)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"te.const: value must be an int or a float, got {value!r}")
+    if is_float(dtype):
+        return Const(float(value), dtype)
+    if isinstance(value, float) and not value.is_integer():
+        raise ValueError(f"te.const: {value!r} is not a whole number, so not an {dtype} constant")
+    return Const(int(value), dtype)

@@ -1,0 +1,168 @@
+"""The tuner loop for one workload: propose a batch, build and measure it, learn, repeat.
+
+Side effects (database records, model updates, progress) are callbacks on the measurer, so the
+loop itself only moves candidates between the searcher and the measurer. Schedules already in the
+database for this workload and target are not measured again (resume): their stored costs are fed
+to the searcher and the model instead.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from autosched.measure.types import ErrorCode, MeasureInput, MeasureResult
+from autosched.schedule.space import SketchSpace
+from autosched.search.candidates import CandidateCache
+from autosched.search.registry import make_searcher
+from autosched.target import Target
+from autosched.workload import Workload
+
+
+@dataclass(frozen=True)
+class TuneOptions:
+    trials: int = 200
+    batch_size: int = 16
+    searcher: str = "genetic"
+    cost_model: str | None = "xgb"  # "xgb", "random" or None (measurements alone)
+    seed: int = 0
+    early_stopping: int | None = None  # stop after this many trials without improvement
+    searcher_options: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.trials, int) or self.trials < 1:
+            raise ValueError(f"trials must be a positive integer, got {self.trials!r}")
+        if not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}")
+        if self.cost_model not in (None, "xgb", "random"):
+            raise ValueError(f"unknown cost model {self.cost_model!r}; use 'xgb', 'random' or None")
+
+
+@dataclass
+class TuneResult:
+    workload: Workload
+    target: str
+    best_cost: float
+    best_steps_json: str | None
+    curve: list[tuple[int, float]]  # (trials so far, best GFLOP/s so far)
+    trials: int
+    measured: int
+    reused: int
+    errors: dict[str, int]
+    seconds: float
+
+    @property
+    def best_gflops(self) -> float:
+        return self.workload.flops / self.best_cost / 1e9 if math.isfinite(self.best_cost) else 0.0
+
+
+def make_cost_model(name: str | None, seed: int):
+    if name is None:
+        return None
+    if name == "random":
+        from autosched.cost_model.random_model import RandomModel
+
+        return RandomModel(seed=seed)
+    from autosched.cost_model.xgb_model import XGBModel
+
+    return XGBModel(seed=seed, min_samples=16)
+
+
+class TaskTuner:
+    """Tunes one workload on one target; `step(n)` runs one batch and can be interleaved with others."""
+
+    def __init__(self, workload: Workload, target: Target, measurer, options: TuneOptions,
+                 known: dict[str, float] | None = None, model=None,
+                 on_batch: Callable[[TaskTuner], None] | None = None) -> None:
+        self.workload, self.target, self.measurer, self.options = workload, target, measurer, options
+        self.space = SketchSpace(workload.dag, target.kind)
+        self.cands = CandidateCache(workload, self.space, target.kind)
+        self.model = model if model is not None else make_cost_model(options.cost_model, options.seed)
+        predictor = self._predict if self.model is not None else None
+        self.searcher = make_searcher(options.searcher, self.space.space, seed=options.seed, predictor=predictor,
+                                      options=options.searcher_options or None)
+        self.known = dict(known or {})  # steps_hash -> cost from the database
+        self.on_batch = on_batch
+        self.best_cost, self.best_steps = math.inf, None
+        self.curve: list[tuple[int, float]] = []
+        self.trials = self.measured = self.reused = 0
+        self.errors: dict[str, int] = {}
+        self._since_improvement = 0
+
+    def _predict(self, configs: Sequence[tuple[int, ...]]) -> np.ndarray:
+        feats = self.cands.features(list(configs))
+        scores = self.model.predict(feats)
+        bad = [not self.cands.get(c).ok for c in configs]
+        scores = np.where(bad, -1e9, scores)
+        return scores
+
+    @property
+    def done(self) -> bool:
+        if self.trials >= self.options.trials or self.searcher.exhausted:
+            return True
+        es = self.options.early_stopping
+        return es is not None and self._since_improvement >= es
+
+    def step(self) -> int:
+        """Run one batch; returns the number of trials it used."""
+        n = min(self.options.batch_size, self.options.trials - self.trials)
+        configs = self.searcher.propose(n)
+        if not configs:
+            return 0
+        costs: list[float] = [math.inf] * len(configs)
+        to_measure: list[tuple[int, MeasureInput]] = []
+        for k, cfg in enumerate(configs):
+            c = self.cands.get(cfg)
+            if not c.ok:
+                self.errors["INSTANTIATION_ERROR"] = self.errors.get("INSTANTIATION_ERROR", 0) + 1
+                continue
+            if c.steps_hash in self.known:
+                costs[k] = self.known[c.steps_hash]
+                self.reused += 1
+                continue
+            to_measure.append((k, MeasureInput(self.workload.key, self.workload.to_json(), self.target.key,
+                                               c.steps_json)))
+        if to_measure:
+            results: list[MeasureResult] = self.measurer.measure([inp for _, inp in to_measure])
+            for (k, _inp), res in zip(to_measure, results):
+                self.measured += 1
+                if res.ok:
+                    costs[k] = res.median
+                    self.known[self.cands.get(configs[k]).steps_hash] = res.median
+                else:
+                    name = ErrorCode(res.error_code).name
+                    self.errors[name] = self.errors.get(name, 0) + 1
+        self.searcher.update(configs, costs)
+        improved = False
+        for cfg, cost in zip(configs, costs):
+            self.trials += 1
+            if cost < self.best_cost:
+                self.best_cost, self.best_steps = cost, self.cands.get(cfg).steps_json
+                improved = True
+            self.curve.append((self.trials, self.workload.flops / self.best_cost / 1e9
+                               if math.isfinite(self.best_cost) else 0.0))
+        self._since_improvement = 0 if improved else self._since_improvement + len(configs)
+        if self.model is not None:
+            ok = [(c, x) for c, x in zip(configs, costs) if math.isfinite(x) and self.cands.get(c).ok]
+            if ok:
+                feats = self.cands.features([c for c, _ in ok])
+                thr = np.array([self.workload.flops / x for _, x in ok])
+                self.model.update(feats, thr, [self.workload.key] * len(ok))
+        if self.on_batch is not None:
+            self.on_batch(self)
+        return len(configs)
+
+    def result(self, seconds: float) -> TuneResult:
+        return TuneResult(self.workload, self.target.key, self.best_cost, self.best_steps, self.curve,
+                          self.trials, self.measured, self.reused, self.errors, seconds)
+
+    def run(self) -> TuneResult:
+        t0 = time.perf_counter()
+        while not self.done:
+            if self.step() == 0:
+                break
+        return self.result(time.perf_counter() - t0)
