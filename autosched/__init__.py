@@ -4,8 +4,18 @@ from autosched import te
 from autosched.build_module import BuiltKernel, build, lower, render
 from autosched.schedule import Schedule, ScheduleError, create_schedule
 from autosched.target import Target
+from autosched.workload import Workload, workload
+
+
+def __getattr__(name: str):
+    # the tuning API pulls in the measure, search and database layers: import it on first use
+    if name in ("tune", "tune_many", "apply_best", "NoTunedScheduleError"):
+        from autosched import tuning
+
+        return getattr(tuning, name)
+    raise AttributeError(f"module 'autosched' has no attribute {name!r}")
 
 __version__ = "0.1.0"
 
 __all__ = ["BuiltKernel", "Schedule", "ScheduleError", "Target", "build", "create_schedule", "lower", "render",
-           "te", "__version__"]
+           "te", "Workload", "workload", "tune", "tune_many", "apply_best", "NoTunedScheduleError", "__version__"]

@@ -160,9 +160,9 @@ class TaskTuner:
         return TuneResult(self.workload, self.target.key, self.best_cost, self.best_steps, self.curve,
                           self.trials, self.measured, self.reused, self.errors, seconds)
 
-    def run(self) -> TuneResult:
+    def run(self, should_stop: Callable[[], bool] | None = None) -> TuneResult:
         t0 = time.perf_counter()
-        while not self.done:
+        while not self.done and not (should_stop is not None and should_stop()):
             if self.step() == 0:
                 break
         return self.result(time.perf_counter() - t0)

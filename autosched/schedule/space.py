@@ -1,0 +1,264 @@
+"""Search spaces generated from the DAG by sketch rules (Ansor style), for the cpu target.
+
+Rules, applied from the outputs backwards:
+- a reduction with data reuse (some input is not indexed by every spatial axis: matmul, conv,
+  dense) gets multi-level tiling: its spatial axes are split into outer (fused, parallel), middle
+  and register levels, the reduction is computed into a local tile (`cache_write`, or the
+  element-wise consumer it fuses into) at the last middle loop, with its reduction axes split
+  and its innermost spatial loop vectorized; re-used inputs may be packed at the parallel loop;
+- an element-wise output fuses its outer axes into one parallel loop and vectorizes an inner
+  split of its last axis; row reductions (softmax, layernorm) and injective producers are either
+  inlined, computed at that parallel loop, or computed at root;
+- a reduction output without reuse (reduce, pooling) parallelizes its spatial axes and may move
+  its innermost spatial axis inside the reduction to vectorize it.
+Knobs are the holes: tile factors (Ansor's factorizations of the extent), unroll depth,
+compute locations and packing. `SketchSpace.apply(config)` turns a config into a Schedule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from autosched.schedule.knobs import ConfigSpace, Knob
+from autosched.schedule.schedule import Schedule
+from autosched.te.dag import ComputeDAG
+from autosched.te.expr import IterVar, Reduce, TensorRead, walk
+from autosched.te.tensor import ComputeOp, Tensor
+
+UNROLL_CHOICES = (0, 16, 64, 512)
+VECTOR_CHOICES = (1, 8, 16, 32, 64)
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def factorizations(n: int, max_inner: int, max_middle: int) -> list[tuple[int, int]]:
+    """(middle, inner) pairs whose product divides `n`: the split points of a 3-level tile."""
+    out = []
+    for inner in divisors(n):
+        if inner > max_inner:
+            continue
+        for mid in divisors(n // inner):
+            if mid <= max_middle:
+                out.append((mid, inner))
+    return out
+
+
+def has_reuse(op: ComputeOp) -> bool:
+    if not isinstance(op.body, Reduce):
+        return False
+    spatial = {id(a) for a in op.axis}
+    for node in walk(op.body.source):
+        if isinstance(node, TensorRead):
+            used = {id(n) for i in node.indices for n in walk(i) if isinstance(n, IterVar)}
+            if spatial - used:
+                return True
+    return False
+
+
+def _reused_inputs(op: ComputeOp) -> list[str]:
+    spatial = {id(a) for a in op.axis}
+    out = []
+    for node in walk(op.body.source):
+        if isinstance(node, TensorRead) and node.tensor.name not in out:
+            used = {id(n) for i in node.indices for n in walk(i) if isinstance(n, IterVar)}
+            if spatial - used and isinstance(node.tensor.op, ComputeOp) is False:
+                out.append(node.tensor.name)
+    return out
+
+
+@dataclass
+class _Plan:
+    knobs: list[Knob]
+    actions: list[Callable[[Schedule, dict], None]]
+
+
+class SketchSpace:
+    """The knobs of a DAG's sketches and how a config becomes schedule steps."""
+
+    def __init__(self, dag: ComputeDAG, target_kind: str = "cpu") -> None:
+        if target_kind != "cpu":
+            raise ValueError(f"no sketch rules for target {target_kind!r} in this build (available: cpu)")
+        self.dag = dag
+        self.plan = _Plan([], [])
+        self._generate()
+        self.space = ConfigSpace(tuple(self.plan.knobs))
+
+    # ---- generation ---------------------------------------------------------------------------
+    def _knob(self, name: str, choices, kind: str) -> str:
+        self.plan.knobs.append(Knob(name, tuple(choices), kind))
+        return name
+
+    def _generate(self) -> None:
+        dag = self.dag
+        consumers = {t.name: dag.consumers(t) for t in dag.tensors}
+        outputs = {t.name for t in dag.outputs}
+        handled: set[str] = set()
+        for t in reversed(dag.computes):
+            if t.name in handled:
+                continue
+            op = t.op
+            if t.name in outputs:
+                producer = self._fusable_producer(t, consumers)
+                if isinstance(op.body, Reduce) and has_reuse(op):
+                    self._multi_level(t, None)
+                elif producer is not None:
+                    self._multi_level(t, producer)
+                    handled.add(producer.name)
+                elif isinstance(op.body, Reduce):
+                    self._reduce_output(t)
+                else:
+                    self._elementwise_output(t)
+            elif isinstance(op.body, Reduce) and has_reuse(op):
+                self._multi_level(t, None, root_local=True)
+            else:
+                self._placement(t, outputs)
+            handled.add(t.name)
+
+    def _fusable_producer(self, t: Tensor, consumers: dict) -> Tensor | None:
+        """An element-wise output fed by a single-consumer reduction with reuse (dense + bias + relu)."""
+        if isinstance(t.op.body, Reduce):
+            return None
+        for inp in t.op.input_tensors():
+            if isinstance(inp.op, ComputeOp) and isinstance(inp.op.body, Reduce) and has_reuse(inp.op) \
+                    and len(consumers[inp.name]) == 1 and inp.shape == t.shape:
+                return inp
+        return None
+
+    def _multi_level(self, t: Tensor, producer: Tensor | None, root_local: bool = False) -> None:
+        op = t.op
+        acc_op = (producer or t).op
+        name = t.name
+        n_sp = len(op.axis)
+        tile_knobs = []
+        for d, ax in enumerate(op.axis):
+            last = d == n_sp - 1
+            tile_knobs.append(self._knob(f"{name}.tile.{ax.name}", factorizations(
+                ax.extent, 64 if last else 16, 256), "tile"))
+        red_knobs = [self._knob(f"{name}.tile.{ax.name}", [d for d in divisors(ax.extent) if d <= 512], "tile")
+                     for ax in acc_op.reduce_axis]
+        unroll = self._knob(f"{name}.unroll", UNROLL_CHOICES, "unroll")
+        packs = []
+        for inp in _reused_inputs(acc_op):
+            packs.append((inp, self._knob(f"{name}.pack.{inp}", (False, True), "flag")))
+
+        def act(s: Schedule, v: dict) -> None:
+            if producer is None:
+                local = s.cache_write(name, "local")
+                lname = local.name
+            else:
+                lname = producer.name
+            axes = [a.name for a in s[name].op.axis]
+            outer, mid, inner = [], [], []
+            for ax, kn in zip(axes, tile_knobs):
+                m, i = v[kn]
+                o1, rest = s[name].split(ax, factor=m * i)
+                o2, o3 = s[name].split(rest, factor=i)
+                outer.append(o1.name)
+                mid.append(o2.name)
+                inner.append(o3.name)
+            s[name].reorder(*outer, *mid, *inner)
+            fused = s[name].fuse(*outer).name if len(outer) > 1 else outer[0]
+            s[name].parallel(fused)
+            for x in inner[:-1]:
+                s[name].unroll(x)
+            s[name].vectorize(inner[-1])
+            s[lname].compute_at(s[name], mid[-1])
+            lop = s[lname].op
+            r_out, r_in = [], []
+            for ax, kn in zip(lop.reduce_axis, red_knobs):
+                a, b = s[lname].split(ax.name, factor=v[kn])
+                r_out.append(a.name)
+                r_in.append(b.name)
+            sp = [a.name for a in lop.axis]
+            s[lname].reorder(*r_out, *r_in, *sp)
+            for x in sp[:-1]:
+                s[lname].unroll(x)
+            s[lname].vectorize(sp[-1])
+            if v[unroll]:
+                s[lname].pragma(r_in[-1] if r_in else sp[0], "auto_unroll_max_step", v[unroll])
+            for inp, kn in packs:
+                if v[kn]:
+                    p = s.cache_read(inp, "global", [lname])
+                    s[p.name].compute_at(s[name], fused)
+
+        self.plan.actions.append(act)
+
+    def _elementwise_output(self, t: Tensor) -> None:
+        name = t.name
+        last = t.op.axis[-1]
+        vec = self._knob(f"{name}.vector", [c for c in VECTOR_CHOICES if c <= last.extent], "tile")
+        self._outer_loop = None
+
+        def act(s: Schedule, v: dict) -> None:
+            axes = [a.name for a in s[name].op.axis]
+            if len(axes) > 1:
+                outer = s[name].fuse(*axes[:-1]).name if len(axes) > 2 else axes[0]
+                s[name].parallel(outer)
+                inner = axes[-1]
+            else:
+                o, i = s[name].split(axes[0], factor=max(v[vec], 1) * 64)
+                s[name].parallel(o.name)
+                outer, inner = o.name, i.name
+            if v[vec] > 1:
+                _, vi = s[name].split(inner, factor=v[vec])
+                s[name].vectorize(vi.name)
+            s._anchor = (name, outer)  # where producers may be computed
+
+        self.plan.actions.append(act)
+
+    def _reduce_output(self, t: Tensor) -> None:
+        name = t.name
+        last = t.op.axis[-1]
+        vec = self._knob(f"{name}.vector", [c for c in VECTOR_CHOICES if c <= last.extent], "tile")
+
+        def act(s: Schedule, v: dict) -> None:
+            op = s[name].op
+            axes = [a.name for a in op.axis]
+            red = [a.name for a in op.reduce_axis]
+            if v[vec] > 1:
+                lo, li = s[name].split(axes[-1], factor=v[vec])
+                sp_outer = axes[:-1] + [lo.name]
+                s[name].reorder(*sp_outer, *red, li.name)
+                s[name].vectorize(li.name)
+            else:
+                sp_outer = axes
+            outer = s[name].fuse(*sp_outer).name if len(sp_outer) > 1 else sp_outer[0]
+            s[name].parallel(outer)
+            s._anchor = (name, outer)
+
+        self.plan.actions.append(act)
+
+    def _placement(self, t: Tensor, outputs: set[str]) -> None:
+        name = t.name
+        injective = not isinstance(t.op.body, Reduce)
+        choices = ("inline", "at", "root") if injective else ("at", "root")
+        loc = self._knob(f"{name}.location", choices, "location")
+
+        def act(s: Schedule, v: dict) -> None:
+            where = v[loc]
+            if where == "inline":
+                s[name].compute_inline()
+            elif where == "at" and getattr(s, "_anchor", None) is not None:
+                anchor, loop = s._anchor
+                s[name].compute_at(s[anchor], loop)
+            else:
+                axes = [a.name for a in s[name].op.axis]
+                fused = s[name].fuse(*axes).name if len(axes) > 1 else axes[0]
+                s[name].parallel(fused)
+
+        # placements run after the output's action (the anchor must exist): prepend-reverse order
+        self.plan.actions.append(act)
+
+    # ---- use ------------------------------------------------------------------------------------
+    def apply(self, config) -> Schedule:
+        """The schedule of `config` (a tuple of choice indices). Raises ScheduleError if illegal."""
+        values = self.space.values(config)
+        s = Schedule(self.dag)
+        s._anchor = None
+        for act in self.plan.actions:
+            act(s, values)
+        del s._anchor
+        return s

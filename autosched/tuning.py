@@ -1,0 +1,246 @@
+"""The public tuning API: `asc.tune`, `asc.tune_many`, `asc.apply_best`.
+
+Wires the pieces: the workload's sketch space and a searcher (search/), the measurer with its
+builder and runner (measure/), and the tuning database (tuning_db/) that records every result
+and lets a second run start from what the first one learned.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from autosched.measure.types import MeasureInput, MeasureResult
+from autosched.search.tuner import TaskTuner, TuneOptions, TuneResult, make_cost_model
+from autosched.target import Target
+from autosched.te.tensor import Tensor
+from autosched.workload import Workload
+from tuning_db import TuningDB
+from tuning_db.types import RecordIn
+
+
+class NoTunedScheduleError(LookupError):
+    """The database holds no valid record for this workload and target."""
+
+
+def as_workload(w: Workload | Sequence[Tensor] | str, *args: Any) -> Workload:
+    if isinstance(w, Workload):
+        return w
+    if isinstance(w, str):
+        return Workload.create(w, *args)
+    if isinstance(w, Sequence) and w and all(isinstance(t, Tensor) for t in w):
+        return Workload.from_tensors(list(w))
+    raise TypeError(f"expected a Workload, an op name or a list of tensors, got {type(w).__name__}")
+
+
+def open_db(db: TuningDB | str | None) -> TuningDB:
+    if isinstance(db, TuningDB):
+        return db
+    if db is None:
+        from tuning_db.settings import db_settings_from_env
+
+        return TuningDB(db_settings_from_env())
+    return TuningDB(db if "://" in str(db) else f"sqlite:///{Path(db).expanduser()}")
+
+
+def register(db: TuningDB, w: Workload, target: Target) -> None:
+    db.ensure_workload(w.key, w.name, w.to_dict(), w.flops)
+    db.ensure_target(target.key, target.kind, {"kind": target.kind, "device": target.device, "cores": target.cores})
+
+
+class RecordToDB:
+    """Measure callback: every result, failed ones too, becomes a record."""
+
+    def __init__(self, db: TuningDB, job_id: str | None = None) -> None:
+        self.db, self.job_id = db, job_id
+
+    def __call__(self, inputs: Sequence[MeasureInput], results: Sequence[MeasureResult]) -> None:
+        recs = []
+        for inp, res in zip(inputs, results):
+            costs = tuple(c for c in res.costs if math.isfinite(c)) if res.ok else ()
+            recs.append(RecordIn(
+                workload_key=inp.workload_key, target_key=inp.target, steps=json.loads(inp.steps_json),
+                costs=costs, error_code=int(res.error_code),
+                error_msg=res.error_msg[:2000], build_seconds=res.build_seconds, run_seconds=res.run_seconds,
+                host=res.host, device=res.device, worker_id=str(res.worker_id), job_id=self.job_id))
+        self.db.commit_records(recs)
+
+
+def default_measurer(runner: Any = None, builder: Any = None, callbacks: Sequence = ()):
+    """A ProgramMeasurer over a local process-pool builder and an isolated local runner, or Ray."""
+    from autosched.measure.measure import ProgramMeasurer
+
+    if runner == "ray" or (isinstance(runner, str) and ":" in runner):
+        from autosched.measure.ray_runner import RayRunner
+
+        runner = RayRunner(address=None if runner == "ray" else runner)
+    if runner is None:
+        from autosched.measure.runner import LocalRunner
+
+        runner = LocalRunner()
+    if builder is None:
+        if hasattr(runner, "build"):
+            builder = runner
+        else:
+            from autosched.measure.builder import LocalBuilder
+
+            builder = LocalBuilder(n_workers=max(1, (os.cpu_count() or 2)))
+    return ProgramMeasurer(builder, runner, list(callbacks))
+
+
+def warm_start(model, db: TuningDB, target: Target, exclude_key: str | None = None, limit: int = 1500) -> int:
+    """Train `model` on the database's records of other workloads on the same target (transfer)."""
+    from autosched.search.candidates import features_of_steps
+
+    triples = []
+    for info in db.workloads():
+        if info.key == exclude_key:
+            continue
+        try:
+            w = Workload.from_json(info.spec)
+        except Exception:  # noqa: BLE001  a record from an older format: skip it, don't fail the tuner
+            continue
+        for rec in db.top_k(info.key, target.key, max(1, limit // max(1, len(db.workloads())))):
+            f = features_of_steps(w, rec.steps_json, target.kind)
+            if f is not None and rec.median:
+                triples.append((f, w.flops / rec.median, info.key))
+    if len(triples) >= 8:
+        model.fit_from_records(triples)
+    return len(triples)
+
+
+def _progress(task: TaskTuner) -> None:
+    if os.environ.get("AUTOSCHED_QUIET"):
+        return
+    gf = task.curve[-1][1] if task.curve else 0.0
+    print(f"[{task.workload.name}] trials {task.trials}/{task.options.trials}  best {gf:8.1f} GFLOP/s  "
+          f"measured {task.measured}  reused {task.reused}  errors {sum(task.errors.values())}", flush=True)
+
+
+def tune(workload: Workload | Sequence[Tensor] | str, target: str | Target = "cpu", trials: int = 200, *,
+         searcher: str = "genetic", cost_model: str | None = "xgb", db: TuningDB | str | None = None,
+         runner: Any = None, builder: Any = None, batch_size: int = 16, early_stopping: int | None = None,
+         seed: int = 0, progress: bool = True, plot: str | Path | None = None, job_id: str | None = None,
+         searcher_options: dict | None = None, on_batch: Callable[[TaskTuner], None] | None = None,
+         should_stop: Callable[[], bool] | None = None) -> TuneResult:
+    """Tune `workload` on `target` for `trials` candidates; every result goes to the database.
+
+    `on_batch(task)` is called after every batch (progress: `task.trials`, `task.best_cost`,
+    `task.curve`); `should_stop()` is checked between batches, so a job can be cancelled cleanly.
+    """
+    w = as_workload(workload)
+    tgt = Target.parse(target)
+    opts = TuneOptions(trials, batch_size, searcher, cost_model, seed, early_stopping, searcher_options or {})
+    database = open_db(db)
+    register(database, w, tgt)
+    known = {r.steps_hash: r.median for r in database.records(w.key, tgt.key, ok_only=True)
+             if r.median is not None}
+    model = make_cost_model(cost_model, seed)
+    if model is not None and cost_model == "xgb":
+        warm_start(model, database, tgt, exclude_key=w.key)
+    measurer = default_measurer(runner, builder, [RecordToDB(database, job_id)])
+    t0 = time.perf_counter()
+    def after_batch(t: TaskTuner) -> None:
+        if progress:
+            _progress(t)
+        if on_batch is not None:
+            on_batch(t)
+
+    task = TaskTuner(w, tgt, measurer, opts, known=known, model=model, on_batch=after_batch)
+    try:
+        result = task.run(should_stop)
+    finally:
+        _close(measurer)
+    result.seconds = time.perf_counter() - t0
+    if plot:
+        plot_curves({w.name: result.curve}, plot, title=f"{w.name} on {tgt.kind}")
+    return result
+
+
+def _close(measurer) -> None:
+    for obj in (measurer.runner, measurer.builder):
+        close = getattr(obj, "close", None) or getattr(obj, "shutdown", None)
+        if close is not None:
+            try:
+                close()
+            except Exception:  # noqa: BLE001  closing must not mask the tuning result
+                pass
+
+
+def tune_many(workloads: Sequence[Workload], target: str | Target = "cpu", trials: int = 400, *,
+              weights: Sequence[float] | None = None, db: TuningDB | str | None = None, runner: Any = None,
+              searcher: str = "genetic", cost_model: str | None = "xgb", batch_size: int = 16, seed: int = 0,
+              progress: bool = True) -> list[TuneResult]:
+    """Share a budget of `trials` over several workloads with Ansor's gradient-based task scheduler."""
+    from autosched.search.task_scheduler import TaskScheduler
+
+    tgt = Target.parse(target)
+    database = open_db(db)
+    measurer = default_measurer(runner, None, [RecordToDB(database)])
+    model = make_cost_model(cost_model, seed)  # one model shared by all tasks: they transfer
+    tasks = []
+    for w in workloads:
+        register(database, w, tgt)
+        known = {r.steps_hash: r.median for r in database.records(w.key, tgt.key, ok_only=True) if r.median}
+        tasks.append(TaskTuner(w, tgt, measurer, TuneOptions(trials, batch_size, searcher, cost_model, seed),
+                               known=known, model=model, on_batch=_progress if progress else None))
+    sched = TaskScheduler(len(tasks), weights)
+    used, t0 = 0, time.perf_counter()
+    try:
+        while used < trials and not sched.done:
+            k = sched.next_task()
+            n = tasks[k].step()
+            used += n
+            sched.update(k, tasks[k].best_cost, n)
+            if n == 0 or tasks[k].done:
+                sched.dead[k] = True  # nothing left to try for this task
+    finally:
+        _close(measurer)
+    return [t.result(time.perf_counter() - t0) for t in tasks]
+
+
+def apply_best(workload: Workload | Sequence[Tensor] | str, target: str | Target = "cpu", *,
+               db: TuningDB | str | None = None):
+    """The built kernel of the best record for (workload, target); says so plainly when there is none."""
+    from autosched.build_module import build
+    from autosched.measure.instantiate import schedule_of
+
+    w = as_workload(workload)
+    tgt = Target.parse(target)
+    database = open_db(db)
+    rec = database.best(w.key, tgt.key)
+    if rec is None:
+        raise NoTunedScheduleError(
+            f"no tuned schedule for workload {w.name} (key {w.key[:16]}...) on target {tgt.key!r}; "
+            f"run `autosched tune` for it first")
+    s, args = schedule_of(MeasureInput(w.key, w.to_json(), tgt.key, rec.steps_json))
+    return build(s, args, tgt)
+
+
+def plot_curves(curves: dict[str, list[tuple[int, float]]], path: str | Path, title: str = "") -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for label, curve in curves.items():
+        if curve:
+            xs, ys = zip(*curve)
+            ax.plot(xs, ys, label=label)
+    ax.set_xlabel("trials")
+    ax.set_ylabel("best GFLOP/s so far")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
