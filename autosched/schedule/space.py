@@ -140,6 +140,7 @@ class SketchSpace:
         red_knobs = [self._knob(f"{name}.tile.{ax.name}", [d for d in divisors(ax.extent) if d <= 512], "tile")
                      for ax in acc_op.reduce_axis]
         unroll = self._knob(f"{name}.unroll", UNROLL_CHOICES, "unroll")
+        order = self._knob(f"{name}.outer_order", ("natural", "reversed"), "flag") if n_sp > 1 else None
         packs = []
         for inp in _reused_inputs(acc_op):
             packs.append((inp, self._knob(f"{name}.pack.{inp}", (False, True), "flag")))
@@ -159,6 +160,8 @@ class SketchSpace:
                 outer.append(o1.name)
                 mid.append(o2.name)
                 inner.append(o3.name)
+            if order is not None and v[order] == "reversed":
+                outer = outer[::-1]  # column panels outermost: a packed panel serves every row block
             s[name].reorder(*outer, *mid, *inner)
             fused = s[name].fuse(*outer).name if len(outer) > 1 else outer[0]
             s[name].parallel(fused)

@@ -1,0 +1,140 @@
+"""Search efficiency: tuning curves for every searcher, with and without the XGBoost model.
+
+For each (searcher, model) pair and each seed, a tuning run of `--trials` trials on the workload;
+curves are best GFLOP/s so far against trials, averaged over seeds. All runs share one database,
+so a schedule measured once is looked up (not re-timed) when another run proposes it: the curves
+compare which schedules each searcher proposes, on one set of measurements. Reported: trials to
+reach 95% of each curve's final best, against random search without a model; and the cost
+model's pairwise ranking accuracy and top-k recall on held-out records (and on another workload).
+
+Run: `.venv/bin/python benchmarks/bench_search_efficiency.py --trials 96 --seeds 3`
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+SEARCHERS = ("random", "annealing", "genetic", "rl")
+
+
+def trials_to(curve: list[float], frac: float) -> int:
+    final = curve[-1]
+    for k, v in enumerate(curve, 1):
+        if v >= frac * final:
+            return k
+    return len(curve)
+
+
+def model_quality(db, w, other, target_key: str, seed: int = 0) -> dict:
+    from autosched.cost_model.metrics import pairwise_accuracy, top_k_recall
+    from autosched.cost_model.xgb_model import XGBModel
+    from autosched.search.candidates import features_of_steps
+
+    def data(wl):
+        xs, ys = [], []
+        for rec in db.records(wl.key, target_key, ok_only=True):
+            f = features_of_steps(wl, rec.steps_json)
+            if f is not None and rec.median:
+                xs.append(f)
+                ys.append(wl.flops / rec.median)
+        return np.array(xs), np.array(ys)
+
+    x, y = data(w)
+    rng = np.random.default_rng(seed)
+    idx = rng.permutation(len(y))
+    cut = int(0.8 * len(y))
+    tr, te = idx[:cut], idx[cut:]
+    m = XGBModel(seed=seed, min_samples=8)
+    m.fit(x[tr], y[tr], [w.key] * len(tr))
+    p = m.predict(x[te])
+    out = {"records": int(len(y)), "held_out": int(len(te)),
+           "pairwise_accuracy": float(pairwise_accuracy(y[te], p)),
+           "top5_recall": float(top_k_recall(y[te], p, 5)),
+           "random_pairwise_accuracy": float(pairwise_accuracy(y[te], rng.random(len(te))))}
+    if other is not None:
+        xo, yo = data(other)
+        if len(yo) >= 10:
+            po = m.predict(xo)
+            out["transfer_to"] = other.name
+            out["transfer_pairwise_accuracy"] = float(pairwise_accuracy(yo, po))
+            out["transfer_top5_recall"] = float(top_k_recall(yo, po, 5))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--op", default="matmul")
+    ap.add_argument("--args", nargs="+", type=int, default=[256, 256, 256])
+    ap.add_argument("--transfer-op", default="dense_bias_relu")
+    ap.add_argument("--transfer-args", nargs="+", type=int, default=[256, 256, 256])
+    ap.add_argument("--trials", type=int, default=96)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--searchers", nargs="*", default=list(SEARCHERS))
+    a = ap.parse_args()
+
+    from common import machine, write_results
+
+    import autosched as asc
+    from autosched.target import Target
+    from autosched.tuning import open_db, plot_curves
+    from autosched.workload import Workload
+
+    w = Workload.create(a.op, *a.args)
+    other = Workload.create(a.transfer_op, *a.transfer_args) if a.transfer_op else None
+    tmp = tempfile.mkdtemp()
+    db_url = f"sqlite:///{tmp}/eff.db"
+    curves, rows = {}, []
+    for name in a.searchers:
+        for model in ("xgb", None):
+            runs = []
+            for seed in range(a.seeds):
+                r = asc.tune(w, "cpu", a.trials, searcher=name, cost_model=model, db=db_url, seed=seed,
+                             progress=False)
+                c = [g for _, g in r.curve]
+                c += [c[-1]] * (a.trials - len(c)) if c else [0.0] * a.trials
+                runs.append(c[: a.trials])
+            mean = list(np.mean(np.array(runs), axis=0))
+            label = f"{name}{'+xgb' if model else ''}"
+            curves[label] = mean
+            rows.append({"searcher": name, "model": model or "none", "final_gflops": mean[-1],
+                         "trials_to_95pct": trials_to(mean, 0.95)})
+            print(f"{label:14s} final {mean[-1]:7.1f} GFLOP/s  95% at trial {rows[-1]['trials_to_95pct']}", flush=True)
+    if other is not None:
+        asc.tune(other, "cpu", a.trials, db=db_url, progress=False)
+    db = open_db(db_url)
+    quality = model_quality(db, w, other, Target.host().key)
+    base = next(r for r in rows if r["searcher"] == "random" and r["model"] == "none")["trials_to_95pct"]
+    for r in rows:
+        r["vs_random_trials"] = r["trials_to_95pct"] / max(1, base)
+    plot_curves({k: list(enumerate(v, 1)) for k, v in curves.items()}, HERE.parent / "docs" /
+                "search_efficiency.png", title=f"{a.op}{tuple(a.args)}: mean of {a.seeds} seeds")
+    payload = {"machine": machine(), "workload": [a.op, a.args], "trials": a.trials, "seeds": a.seeds,
+               "rows": rows, "curves": curves, "cost_model": quality}
+    lines = ["| searcher | cost model | final best (GFLOP/s, mean of seeds) | trials to 95% of final | "
+             "vs random without model |", "|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['searcher']} | {r['model']} | {r['final_gflops']:.1f} | {r['trials_to_95pct']} | "
+                     f"{r['vs_random_trials']:.2f} |")
+    q = quality
+    lines += ["", f"Cost model on held-out records of {a.op}: pairwise accuracy {q['pairwise_accuracy']:.3f} "
+              f"(random scores: {q['random_pairwise_accuracy']:.3f}), top-5 recall {q['top5_recall']:.2f} "
+              f"({q['held_out']} held out of {q['records']})."]
+    if "transfer_to" in q:
+        lines.append(f"Trained on {a.op}, ranking {q['transfer_to']}'s records: pairwise accuracy "
+                     f"{q['transfer_pairwise_accuracy']:.3f}, top-5 recall {q['transfer_top5_recall']:.2f}.")
+    write_results("search_efficiency", payload, "\n".join(lines) + "\n\n![curves](search_efficiency.png)",
+                  "Search efficiency of the searchers, with and without the cost model")
+    _ = math
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+"""Tune the CPU suite of BENCHMARKS.md and time the results side by side with the peers.
+
+For each workload: autosched tunes it (genetic search guided by the XGBoost model, fresh database,
+the given trial budget), then the best kernel is timed round-robin against numpy, torch eager and
+torch.compile in this process; TVM MetaSchedule (same trial budget) runs in its own environment
+(benchmarks/.tvm-venv; `--install-tvm` creates it) and is reported as missing when absent.
+
+Run: `.venv/bin/python benchmarks/bench_tune_cpu.py --trials 200 [--tvm] [--only matmul1024]`
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+SUITE = {
+    "matmul1024": ("matmul", (1024, 1024, 1024)),
+    "matmul512": ("matmul", (512, 512, 512)),
+    "softmax": ("softmax", (4096, 1024)),
+    "layernorm": ("layernorm", (4096, 1024)),
+    "conv2d": ("conv2d_nchw", (1, 64, 56, 56, 64, 3, 3, 1, 1)),
+    "dense_bias_relu": ("dense_bias_relu", (1024, 1024, 1024)),
+    "batch_matmul": ("batch_matmul", (16, 256, 256, 256)),
+    "depthwise": ("depthwise_conv2d_nchw", (1, 64, 56, 56, 3, 3, 1, 1)),
+    "gelu": ("gelu", (4096, 1024)),
+}
+TVM_PY = HERE / ".tvm-venv" / "bin" / "python"
+
+
+def run_tvm(op: str, args: tuple, trials: int) -> dict:
+    if not TVM_PY.exists():
+        return {"missing": "TVM environment not installed (run with --install-tvm)"}
+    if op not in ("matmul", "softmax"):
+        return {"missing": f"no TVM TE definition for {op} in tvm_peer.py"}
+    cmd = [str(TVM_PY), str(HERE / "tvm_peer.py"), op, *map(str, args), "--trials", str(trials)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+    if p.returncode != 0 or not lines:
+        return {"missing": f"TVM run failed: {p.stderr[-400:]}"}
+    return json.loads(lines[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--trials", type=int, default=200)
+    ap.add_argument("--only", nargs="*", default=None, help=f"subset of {list(SUITE)}")
+    ap.add_argument("--tvm", action="store_true", help="also tune with TVM MetaSchedule (same trials)")
+    ap.add_argument("--install-tvm", action="store_true")
+    ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
+    ap.add_argument("--out", default="bench_tune_cpu")
+    a = ap.parse_args()
+    if a.install_tvm and not TVM_PY.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(HERE / ".tvm-venv")], check=True)
+        subprocess.run([str(TVM_PY), "-m", "pip", "install", "-q", "apache-tvm==0.27.0.post1", "numpy==2.3.5"],
+                       check=True)
+
+    from common import interleaved, machine, write_results
+    from cpu_peers import peers
+
+    import autosched as asc
+    from autosched.workload import Workload
+
+    rows, curves = [], {}
+    names = a.only or list(SUITE)
+    for key in names:
+        op, args = SUITE[key]
+        w = Workload.create(op, *args)
+        with tempfile.TemporaryDirectory() as tmp:
+            db = f"sqlite:///{tmp}/tune.db"
+            t0 = time.perf_counter()
+            r = asc.tune(w, "cpu", a.trials, db=db, progress=False)
+            tune_s = time.perf_counter() - t0
+            f = asc.apply_best(w, db=db)
+        x = w.dag.random_inputs(0)
+        outs = {t.name: np.empty(t.shape, t.dtype) for t in w.dag.outputs}
+        call = [x[n] if n in x else outs[n] for n in w.args_order]
+        f(*call)
+        ref = w.dag.evaluate(x)
+        err = max(float(np.abs(outs[o] - ref[o]).max()) for o in outs)
+        contenders = {"autosched": lambda f=f, call=call: f(*call), **peers(w, x, not a.no_compile)}
+        times = interleaved(contenders, rounds=15)
+        row = {"workload": key, "op": op, "args": list(args), "trials": r.trials, "tune_seconds": tune_s,
+               "measured": r.measured, "errors": r.errors, "max_abs_err": err, "gflop": w.flops / 1e9,
+               **{f"{n}_ms": v * 1e3 for n, v in times.items()}}
+        row["speed_vs_torch"] = times["torch eager"] / times["autosched"] if "torch eager" in times else None
+        curves[key] = r.curve
+        if a.tvm:
+            row["tvm"] = run_tvm(op, args, a.trials)
+        rows.append(row)
+        tv = row.get("tvm", {})
+        print(f"{key:16s} tuned {r.trials} trials in {tune_s:6.1f} s  ours {times['autosched']*1e3:8.3f} ms "
+              + "  ".join(f"{n} {v*1e3:8.3f} ms" for n, v in times.items() if n != "autosched")
+              + (f"  tvm {tv['best_seconds']*1e3:.3f} ms ({tv['tune_seconds']:.0f} s)" if "best_seconds" in tv else "")
+              + f"  err {err:.1e}", flush=True)
+    payload = {"machine": machine(), "trials": a.trials, "rows": rows, "curves": curves}
+    from autosched.tuning import plot_curves
+
+    plot_curves({k: v for k, v in curves.items()}, HERE.parent / "docs" / f"{a.out}_curves.png",
+                title=f"autosched tuning curves, {a.trials} trials")
+    write_results(a.out, payload, table(payload), f"Tuned CPU suite ({a.trials} trials) vs peers")
+
+
+def table(payload: dict) -> str:
+    lines = ["| workload | autosched (tuned) | numpy | torch eager | torch.compile | TVM MetaSchedule | "
+             "ours vs torch eager (speed) | tuning time |", "|---|---|---|---|---|---|---|---|"]
+    for r in payload["rows"]:
+        def cell(k, r=r):
+            v = r.get(k)
+            return "—" if v is None else f"{v:.3f} ms"
+        gf = r["gflop"] / (r["autosched_ms"] / 1e3)
+        tv = r.get("tvm") or {}
+        tvc = (f"{tv['best_seconds']*1e3:.3f} ms ({tv['gflops']:.0f} GFLOP/s, {tv['tune_seconds']:.0f} s)"
+               if "best_seconds" in tv else tv.get("missing", "not run"))
+        sp = f"{r['speed_vs_torch']:.2f}x" if r.get("speed_vs_torch") else "—"
+        lines.append(f"| {r['workload']} | {r['autosched_ms']:.3f} ms ({gf:.0f} GFLOP/s) | {cell('numpy_ms')} | "
+                     f"{cell('torch eager_ms')} | {cell('torch.compile_ms')} | {tvc} | {sp} | "
+                     f"{r['tune_seconds']:.0f} s |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
