@@ -276,7 +276,9 @@ def write_docs(result: dict[str, Any], md: Path, js: Path) -> None:
         "",
         "Notes: SQLite is a local file in WAL mode (synchronous=NORMAL); PostgreSQL is a throwaway local "
         "cluster with default settings (fsync on, shared_buffers 128 MB) reached over loopback TCP, so each "
-        "lookup includes a network round trip. `best()` is an index seek on the partial index "
+        "lookup includes network round trips: reads run in autocommit (no BEGIN/ROLLBACK) and the default "
+        "`pool_pre_ping=True` adds one ping per call (`DBSettings(pool_pre_ping=False)` saves it). "
+        "`best()` is an index seek on the partial index "
         "`ix_records_best (workload_key, target_key, median, id) WHERE error_code = 0`. Fill time includes "
         "generating the rows in Python, index maintenance and `ANALYZE`.",
         "",

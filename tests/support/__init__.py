@@ -1,0 +1,1 @@
+"""Helpers shared by test suites (throwaway servers and the like); no tests here."""

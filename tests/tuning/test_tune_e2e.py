@@ -1,0 +1,104 @@
+"""End to end on the CPU: tune a small operator, resume from the database, apply the best, CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import autosched as asc
+from autosched.tuning import NoTunedScheduleError
+from autosched.workload import Workload
+
+
+@pytest.fixture()
+def db_url(tmp_path):
+    return f"sqlite:///{tmp_path}/tune.db"
+
+
+def test_tune_records_resumes_and_applies_best(db_url):
+    w = Workload.create("matmul", 64, 48, 32)
+    r1 = asc.tune(w, "cpu", 12, db=db_url, batch_size=6, progress=False, seed=1)
+    assert r1.trials == 12 and r1.measured + r1.reused + sum(r1.errors.values()) >= 12
+    assert r1.best_steps_json is not None and np.isfinite(r1.best_cost)
+    assert len(r1.curve) == 12 and r1.curve[-1][1] == pytest.approx(r1.best_gflops)
+    from tuning_db import TuningDB
+
+    db = TuningDB(db_url)
+    n_records = db.count_records(w.key)
+    assert n_records == r1.measured  # every measurement is stored, failed ones too
+    # a second run with the same seed proposes the same schedules first: they are reused, not measured
+    r2 = asc.tune(w, "cpu", 12, db=db_url, batch_size=6, progress=False, seed=1)
+    assert r2.reused > 0
+    assert db.count_records(w.key) == n_records + r2.measured
+    f = asc.apply_best(w, db=db_url)
+    x = w.dag.random_inputs(3)
+    c = np.empty((64, 48), "float32")
+    f(x["A"], x["B"], c)
+    np.testing.assert_allclose(c, x["A"] @ x["B"], rtol=1e-4, atol=1e-4)
+
+
+def test_apply_best_without_records_says_so(db_url):
+    w = Workload.create("matmul", 8, 8, 8)
+    with pytest.raises(NoTunedScheduleError, match="no tuned schedule"):
+        asc.apply_best(w, db=db_url)
+
+
+@pytest.mark.parametrize("op,args", [("softmax", (16, 40)), ("conv2d_nchw", (1, 4, 8, 8, 8, 3, 3, 1, 1)),
+                                     ("layernorm", (8, 24))])
+def test_tune_other_ops_gives_correct_kernels(db_url, op, args):
+    w = Workload.create(op, *args)
+    r = asc.tune(w, "cpu", 6, db=db_url, batch_size=6, progress=False, cost_model=None, searcher="random")
+    assert r.best_steps_json is not None
+    f = asc.apply_best(w, db=db_url)
+    x = w.dag.random_inputs(5)
+    outs = {t.name: np.empty(t.shape, t.dtype) for t in w.dag.outputs}
+    f(*[x[n] if n in x else outs[n] for n in w.args_order])
+    ref = w.dag.evaluate(x)
+    for name, arr in outs.items():
+        np.testing.assert_allclose(arr, ref[name], rtol=1e-4, atol=1e-5)
+
+
+def test_tune_rejects_bad_options(db_url):
+    with pytest.raises(ValueError, match="trials"):
+        asc.tune(Workload.create("matmul", 8, 8, 8), "cpu", 0, db=db_url)
+    with pytest.raises(ValueError, match="unknown cost model"):
+        asc.tune(Workload.create("matmul", 8, 8, 8), "cpu", 4, db=db_url, cost_model="gbdt")
+    with pytest.raises(ValueError, match="unknown target"):
+        asc.tune(Workload.create("matmul", 8, 8, 8), "fpga", 4, db=db_url)
+
+
+def _cli(*args, db):
+    return subprocess.run([sys.executable, "-m", "autosched.service.cli", "--db", db, *args],
+                          capture_output=True, text=True, timeout=600, env={"AUTOSCHED_QUIET": "1",
+                                                                            "PATH": "/usr/bin:/bin"})
+
+
+def test_cli_tune_best_show_export_import_plot(tmp_path):
+    db = str(tmp_path / "cli.db")
+    p = _cli("tune", "matmul", "32", "32", "32", "--trials", "6", "--batch-size", "6", "--cost-model", "none",
+             "--plot", str(tmp_path / "curve.png"), db=db)
+    assert p.returncode == 0, p.stderr
+    key = next(ln.split()[-1] for ln in p.stdout.splitlines() if ln.startswith("workload key:"))
+    assert (tmp_path / "curve.png").stat().st_size > 1000
+    p = _cli("best", key, db=db)
+    assert p.returncode == 0, p.stderr
+    best = json.loads(p.stdout)
+    assert best["workload_key"] == key and best["steps"]
+    p = _cli("show", key, db=db)
+    assert p.returncode == 0 and "s[" in p.stdout and "default_function" in p.stdout
+    p = _cli("export", str(tmp_path / "rec.jsonl"), db=db)
+    assert p.returncode == 0 and "exported" in p.stdout
+    p = _cli("import", str(tmp_path / "rec.jsonl"), db=str(tmp_path / "other.db"))
+    assert p.returncode == 0, p.stderr
+    p = _cli("best", key, db=str(tmp_path / "other.db"))
+    assert p.returncode == 0 and json.loads(p.stdout)["median_ms"] == pytest.approx(best["median_ms"])
+    p = _cli("plot", key, "--out", str(tmp_path / "p.png"), db=db)
+    assert p.returncode == 0 and (tmp_path / "p.png").exists()
+    p = _cli("best", "0" * 64, db=db)
+    assert p.returncode == 2 and "no tuned schedule" in p.stderr
+    p = _cli("tune", "nosuchop", "1", db=db)
+    assert p.returncode == 2 and "nosuchop" in p.stderr

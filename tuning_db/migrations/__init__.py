@@ -1,0 +1,1 @@
+"""Alembic migration scripts of the tuning database (run them with `tuning_db.migrate.upgrade`)."""

@@ -1,0 +1,1 @@
+"""Alembic revisions; one file per schema change, never edited once released."""

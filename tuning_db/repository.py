@@ -1,0 +1,275 @@
+"""`TuningDB`: the typed repository over the tuning database (records, workloads, targets, jobs).
+
+Everything goes through SQLAlchemy Core on short-lived connections; callers get frozen dataclasses
+(`tuning_db.types`), never rows or ORM objects. Writes are single transactions that are safe with
+many concurrent writers (see `tuning_db.engine`); idempotent inserts use ON CONFLICT DO NOTHING so
+two tuners registering the same workload at once both succeed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Select, bindparam, func, select
+
+from tuning_db import exchange, jsonl, store
+from tuning_db import jobs as job_rules
+from tuning_db.engine import make_engine, read_engine, write_engine
+from tuning_db.migrate import ensure_schema
+from tuning_db.models import jobs_table, records_table, targets_table, workloads_table
+from tuning_db.rows import (
+    SHORT_TEXT_MAX,
+    check_key,
+    check_text,
+    record_row,
+    spec_json,
+    to_job,
+    to_record,
+    to_target,
+    to_workload,
+    utcnow,
+)
+from tuning_db.settings import DBSettings
+from tuning_db.types import JobInfo, JobState, Record, RecordIn, TargetInfo, WorkloadInfo
+
+R = records_table.c
+_OK = store.OK_ONLY
+
+
+class TuningDB:
+    """Repository of measurements and the best schedule per (workload key, target key).
+
+    `TuningDB()` opens the default SQLite file (`~/.cache/autosched/tuning.db`); pass a URL or a
+    `DBSettings` (e.g. from `db_settings_from_env()`) for anything else. Opening brings the schema
+    to the newest Alembic revision (`migrate=False` skips that, for tools that manage it).
+    """
+
+    def __init__(self, url: str | DBSettings | None = None, *, migrate: bool = True) -> None:
+        self.settings = url if isinstance(url, DBSettings) else DBSettings() if url is None else DBSettings(url)
+        self.engine = make_engine(self.settings)
+        self._writer = write_engine(self.engine)
+        self._reader = read_engine(self.engine)
+        if migrate:
+            ensure_schema(self.engine)
+        self._best = (
+            select(records_table)
+            .where(R.workload_key == bindparam("wk"), R.target_key == bindparam("tk"), _OK)
+            .order_by(R.median, R.id)
+            .limit(1)
+        )
+
+    def __repr__(self) -> str:
+        return f"TuningDB({self.engine.url.render_as_string(hide_password=True)!r})"
+
+    def close(self) -> None:
+        """Close pooled connections (the object must not be used afterwards)."""
+        self.engine.dispose()
+
+    def __enter__(self) -> TuningDB:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- workloads and targets -------------------------------------------------------------
+
+    def ensure_workload(self, key: str, name: str, spec: dict[str, Any], flops: float) -> WorkloadInfo:
+        """Store a workload unless its key is already there; return what is stored.
+
+        A stored workload is never overwritten. The same key with a different spec is a collision
+        (or corruption) and raises ValueError.
+        """
+        with self._writer.begin() as conn:
+            return store.ensure_workload(conn, key, name, spec, flops)
+
+    def ensure_target(self, key: str, kind: str, spec: dict[str, Any]) -> TargetInfo:
+        """Store a target unless its key is already there; same rules as `ensure_workload`."""
+        with self._writer.begin() as conn:
+            return store.ensure_target(conn, key, kind, spec)
+
+    def workload(self, key: str) -> WorkloadInfo | None:
+        with self._reader.connect() as conn:
+            row = conn.execute(select(workloads_table).where(workloads_table.c.key == key)).first()
+        return None if row is None else to_workload(row)
+
+    def target(self, key: str) -> TargetInfo | None:
+        with self._reader.connect() as conn:
+            row = conn.execute(select(targets_table).where(targets_table.c.key == key)).first()
+        return None if row is None else to_target(row)
+
+    def workloads(self) -> list[WorkloadInfo]:
+        with self._reader.connect() as conn:
+            return [to_workload(r) for r in conn.execute(select(workloads_table).order_by("key"))]
+
+    def targets(self) -> list[TargetInfo]:
+        with self._reader.connect() as conn:
+            return [to_target(r) for r in conn.execute(select(targets_table).order_by("key"))]
+
+    # ---- records -----------------------------------------------------------------------------
+
+    def commit_records(self, records: Sequence[RecordIn]) -> list[int]:
+        """Store measurements in one transaction (all or none); return their ids in input order.
+
+        Raises ValueError (nothing stored) for a bad field or an unknown workload, target or job.
+        """
+        now = utcnow()
+        rows = []
+        for i, rec in enumerate(records):
+            try:
+                rows.append(record_row(rec, now))
+            except ValueError as e:
+                raise ValueError(f"record {i}: {e}") from None
+        if not rows:
+            return []
+        with self._writer.begin() as conn:
+            store.check_references(conn, rows)
+            return store.insert_records(conn, rows)
+
+    def commit_record(self, record: RecordIn) -> int:
+        """Store one measurement; return its id."""
+        return self.commit_records([record])[0]
+
+    def best(self, workload_key: str, target_key: str) -> Record | None:
+        """The valid record with the lowest median (ties: the oldest), or None: one index seek."""
+        with self._reader.connect() as conn:
+            row = conn.execute(self._best, {"wk": workload_key, "tk": target_key}).first()
+        return None if row is None else to_record(row)
+
+    def top_k(self, workload_key: str, target_key: str, k: int) -> list[Record]:
+        """The `k` valid records with the lowest medians, ascending."""
+        if not isinstance(k, int) or k < 0:
+            raise ValueError(f"k must be an int >= 0, got {k!r}")
+        stmt = self._best.limit(k)
+        with self._reader.connect() as conn:
+            return [to_record(r) for r in conn.execute(stmt, {"wk": workload_key, "tk": target_key})]
+
+    def measured_step_hashes(self, workload_key: str, target_key: str) -> set[str]:
+        """Hashes of every schedule already measured (valid or failed): a resumed tuner skips them."""
+        stmt = select(R.steps_hash).where(R.workload_key == workload_key, R.target_key == target_key)
+        with self._reader.connect() as conn:
+            return set(conn.execute(stmt).scalars())
+
+    def _filter(
+        self, stmt: Select[Any], workload_key: str | None, target_key: str | None, ok_only: bool
+    ) -> Select[Any]:
+        if workload_key is not None:
+            stmt = stmt.where(R.workload_key == workload_key)
+        if target_key is not None:
+            stmt = stmt.where(R.target_key == target_key)
+        return stmt.where(_OK) if ok_only else stmt
+
+    def count_records(
+        self, workload_key: str | None = None, target_key: str | None = None, ok_only: bool = False
+    ) -> int:
+        stmt = self._filter(select(func.count()).select_from(records_table), workload_key, target_key, ok_only)
+        with self._reader.connect() as conn:
+            return int(conn.execute(stmt).scalar_one())
+
+    def records(
+        self,
+        workload_key: str | None = None,
+        target_key: str | None = None,
+        ok_only: bool = False,
+        limit: int | None = None,
+    ) -> list[Record]:
+        """Records in insertion order, optionally filtered and limited."""
+        stmt = self._filter(select(records_table), workload_key, target_key, ok_only).order_by(R.id)
+        if limit is not None:
+            if not isinstance(limit, int) or limit < 0:
+                raise ValueError(f"limit must be an int >= 0 or None, got {limit!r}")
+            stmt = stmt.limit(limit)
+        with self._reader.connect() as conn:
+            return [to_record(r) for r in conn.execute(stmt)]
+
+    def best_per_workload(self, target_key: str | None = None) -> list[Record]:
+        """The best record of every (workload, target) pair, ordered by workload then target key."""
+        rank = func.row_number().over(partition_by=(R.workload_key, R.target_key), order_by=(R.median, R.id))
+        inner = self._filter(select(records_table, rank.label("rank_")), None, target_key, True).subquery()
+        cols = [inner.c[c.name] for c in records_table.columns]
+        stmt = select(*cols).where(inner.c.rank_ == 1).order_by(inner.c.workload_key, inner.c.target_key)
+        with self._reader.connect() as conn:
+            return [to_record(r) for r in conn.execute(stmt)]
+
+    # ---- jobs --------------------------------------------------------------------------------
+
+    def create_job(
+        self,
+        workload_key: str,
+        target_key: str,
+        request: dict[str, Any] | None = None,
+        owner: str = "",
+        job_id: str | None = None,
+    ) -> JobInfo:
+        """A new job in state "queued" for a registered workload and target."""
+        now = utcnow()
+        values = {
+            "id": check_key("job id", job_id, 36) if job_id is not None else str(uuid.uuid4()),
+            "state": JobState.QUEUED.value,
+            "workload_key": workload_key,
+            "target_key": target_key,
+            "request": spec_json("job request", {} if request is None else request),
+            "trials_done": 0,
+            "best_median": None,
+            "error": "",
+            "created": now,
+            "updated": now,
+            "owner": check_text("owner", owner, SHORT_TEXT_MAX),
+        }
+        with self._writer.begin() as conn:
+            store.check_references(conn, [{"workload_key": workload_key, "target_key": target_key, "job_id": None}])
+            if conn.execute(select(jobs_table.c.id).where(jobs_table.c.id == values["id"])).first():
+                raise ValueError(f"job {values['id']!r} already exists")
+            conn.execute(jobs_table.insert().values(**values))
+            return to_job(conn.execute(select(jobs_table).where(jobs_table.c.id == values["id"])).one())
+
+    def get_job(self, job_id: str) -> JobInfo | None:
+        with self._reader.connect() as conn:
+            row = conn.execute(select(jobs_table).where(jobs_table.c.id == job_id)).first()
+        return None if row is None else to_job(row)
+
+    def list_jobs(self, state: str | None = None) -> list[JobInfo]:
+        """Jobs, oldest first; only those in `state` when given."""
+        stmt = select(jobs_table).order_by(jobs_table.c.created, jobs_table.c.id)
+        if state is not None:
+            stmt = stmt.where(jobs_table.c.state == job_rules.parse_state(state).value)
+        with self._reader.connect() as conn:
+            return [to_job(r) for r in conn.execute(stmt)]
+
+    def update_job(self, job_id: str, **fields: Any) -> JobInfo:
+        """Change state/progress of a job; an illegal state transition raises ValueError naming it.
+
+        The row is locked while checking (FOR UPDATE / SQLite's write lock), so two workers cannot
+        both move one job out of the same state.
+        """
+        values = job_rules.validate_update(fields)
+        with self._writer.begin() as conn:
+            row = conn.execute(select(jobs_table).where(jobs_table.c.id == job_id).with_for_update()).first()
+            if row is None:
+                raise ValueError(f"unknown job id {job_id!r}")
+            if "state" in values:
+                job_rules.check_transition(job_id, row.state, values["state"])
+            values["updated"] = utcnow()
+            conn.execute(jobs_table.update().where(jobs_table.c.id == job_id).values(**values))
+            return to_job(conn.execute(select(jobs_table).where(jobs_table.c.id == job_id)).one())
+
+    # ---- exchange ----------------------------------------------------------------------------
+
+    def export_jsonl(
+        self, fp_or_path: jsonl.PathOrFile, workload_key: str | None = None, target_key: str | None = None
+    ) -> int:
+        """Write records as JSON lines (header first, see `tuning_db.jsonl`); return how many."""
+        stmt = self._filter(select(records_table), workload_key, target_key, False).order_by(R.id)
+        workloads = {w.key: w for w in self.workloads()}
+        targets = {t.key: t for t in self.targets()}
+        return exchange.export_records(self.engine, stmt, workloads, targets, fp_or_path)
+
+    def import_jsonl(self, fp_or_path: jsonl.PathOrFile) -> int:
+        """Read records written by `export_jsonl`; return how many were new.
+
+        All or nothing: every line is checked first, then everything goes in one transaction. A bad
+        line raises ValueError naming its number and field. Exact duplicates (same workload,
+        target, steps hash and costs), already stored or repeated in the file, are skipped.
+        """
+        return exchange.import_records(self._writer, fp_or_path)
