@@ -127,11 +127,13 @@ def tune(workload: Workload | Sequence[Tensor] | str, target: str | Target = "cp
          runner: Any = None, builder: Any = None, batch_size: int = 16, early_stopping: int | None = None,
          seed: int = 0, progress: bool = True, plot: str | Path | None = None, job_id: str | None = None,
          searcher_options: dict | None = None, on_batch: Callable[[TaskTuner], None] | None = None,
-         should_stop: Callable[[], bool] | None = None) -> TuneResult:
+         should_stop: Callable[[], bool] | None = None, template: Callable | None = None) -> TuneResult:
     """Tune `workload` on `target` for `trials` candidates; every result goes to the database.
 
     `on_batch(task)` is called after every batch (progress: `task.trials`, `task.best_cost`,
     `task.curve`); `should_stop()` is checked between batches, so a job can be cancelled cleanly.
+    `template(cfg, s, tensors)` replaces the generated sketch space with an expert template
+    (see `autosched.schedule.template`).
     """
     w = as_workload(workload)
     tgt = Target.parse(target)
@@ -151,7 +153,12 @@ def tune(workload: Workload | Sequence[Tensor] | str, target: str | Target = "cp
         if on_batch is not None:
             on_batch(t)
 
-    task = TaskTuner(w, tgt, measurer, opts, known=known, model=model, on_batch=after_batch)
+    space = None
+    if template is not None:
+        from autosched.schedule.template import TemplateSpace
+
+        space = TemplateSpace(w.dag, template, w.args_order)
+    task = TaskTuner(w, tgt, measurer, opts, known=known, model=model, on_batch=after_batch, space=space)
     try:
         result = task.run(should_stop)
     finally:

@@ -57,7 +57,7 @@ def main() -> None:
     target = tvm.target.Target({"kind": "llvm", "mcpu": "rocketlake", "num-cores": cores})
     with tempfile.TemporaryDirectory() as work:
         t0 = time.perf_counter()
-        db = ms.tune_tir(mod, target, work, max_trials_global=a.trials, num_trials_per_iter=64)
+        db = ms.tune_tir(mod, target, work, max_trials_global=a.trials, num_trials_per_iter=64, database="memory")
         tune_s = time.perf_counter() - t0
         sch = ms.tir_integration.compile_tir(db, mod, target)
         lib = tvm.compile(sch.mod, target=target)

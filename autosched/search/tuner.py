@@ -77,9 +77,9 @@ class TaskTuner:
 
     def __init__(self, workload: Workload, target: Target, measurer, options: TuneOptions,
                  known: dict[str, float] | None = None, model=None,
-                 on_batch: Callable[[TaskTuner], None] | None = None) -> None:
+                 on_batch: Callable[[TaskTuner], None] | None = None, space=None) -> None:
         self.workload, self.target, self.measurer, self.options = workload, target, measurer, options
-        self.space = SketchSpace(workload.dag, target.kind)
+        self.space = space if space is not None else SketchSpace(workload.dag, target.kind)
         self.cands = CandidateCache(workload, self.space, target.kind)
         self.model = model if model is not None else make_cost_model(options.cost_model, options.seed)
         predictor = self._predict if self.model is not None else None

@@ -102,3 +102,49 @@ def test_cli_tune_best_show_export_import_plot(tmp_path):
     assert p.returncode == 2 and "no tuned schedule" in p.stderr
     p = _cli("tune", "nosuchop", "1", db=db)
     assert p.returncode == 2 and "nosuchop" in p.stderr
+
+
+def _matmul_template(cfg, s, tensors):
+    a, b, c = tensors
+    i, j = s[c].op.axis
+    cfg.define_split("tile_i", i.extent, max_factor=16)
+    cfg.define_split("tile_j", j.extent, max_factor=32, policy="power2")
+    cfg.define_knob("parallel", [True, False])
+    io, ii = s[c].split(i, factor=cfg["tile_i"])
+    jo, ji = s[c].split(j, factor=cfg["tile_j"])
+    s[c].reorder(io, jo, ii, ji)
+    if cfg["parallel"]:
+        s[c].parallel(io)
+    s[c].vectorize(ji)
+
+
+def test_tune_with_expert_template(db_url):
+    from autosched.schedule.template import TemplateSpace
+
+    w = Workload.create("matmul", 48, 64, 16)
+    space = TemplateSpace(w.dag, _matmul_template, w.args_order)
+    assert space.space.names == ("tile_i", "tile_j", "parallel")
+    assert space.space.knob("tile_j").choices == (1, 2, 4, 8, 16, 32)
+    r = asc.tune(w, "cpu", 8, db=db_url, batch_size=8, progress=False, template=_matmul_template,
+                 cost_model=None, searcher="random")
+    assert r.best_steps_json is not None and r.measured >= 1
+    steps = json.loads(r.best_steps_json)
+    assert {st["kind"] for st in steps} >= {"split", "reorder", "annotate"}
+
+
+def test_template_errors_are_clear():
+    from autosched.schedule.state import ScheduleError
+    from autosched.schedule.template import TemplateSpace
+
+    w = Workload.create("matmul", 8, 8, 8)
+
+    def no_knobs(cfg, s, t):
+        pass
+
+    def reads_undefined(cfg, s, t):
+        cfg["x"]
+
+    with pytest.raises(ScheduleError, match="defines no knobs"):
+        TemplateSpace(w.dag, no_knobs, w.args_order)
+    with pytest.raises(ScheduleError, match="before defining"):
+        TemplateSpace(w.dag, reads_undefined, w.args_order)
