@@ -196,6 +196,9 @@ def write_docs(report: dict, out: Path) -> None:
               "- Runs are serialized per device by design (one timed run per device at a time; the two loopback "
               "nodes share one physical CPU, so a host-wide lock makes their runs take turns). Timing "
               "(repeat x min_repeat_ms per candidate) bounds runs/s; builds are parallel.",
+              "- The CPU device lock is host-wide: timed runs of any other autosched process on this host "
+              "(other sessions' test suites were running) are waited for, and their load shares the 2 cores, so "
+              "these figures are lower bounds and vary from run to run (see the load average above).",
               "- Best median of the batch is in the JSON (`best_median_us`)."]
     (out / "bench_measure.md").write_text("\n".join(lines) + "\n")
 

@@ -1,0 +1,116 @@
+"""RayRunner on a real two-node cluster on loopback: runs land on both nodes, a node dies.
+
+The cluster is two `ray start` nodes (head "node_a"; worker "node_b" declaring a fake GPU),
+each in its own session so that stopping a node kills exactly its pids (see loopback_cluster).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+from loopback_cluster import LoopbackCluster
+from measure_kernels import AddReference, kernel, measure_input, spin_kernel
+
+from autosched.measure.config import RunnerConfig
+from autosched.measure.types import BuildResult, ErrorCode
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(240)]
+
+
+def _node(result) -> str:
+    return result.worker_id.split("node=")[1].split()[0] if "node=" in result.worker_id else ""
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    old = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "disabled"  # the driver too (Ray 2.60 default: token auth)
+    c = LoopbackCluster()
+    try:
+        c.start_head("node_a")
+        c.start_worker("node_b", num_gpus=1)
+        yield c
+    finally:
+        c.stop()
+        assert c.leftover_pids() == []
+        if old is None:
+            os.environ.pop("RAY_AUTH_MODE", None)
+        else:
+            os.environ["RAY_AUTH_MODE"] = old
+
+
+@pytest.fixture(scope="module")
+def runner(cluster, tmp_path_factory):
+    import ray
+
+    from autosched.measure.ray_runner import RayRunner
+
+    r = RayRunner(cluster.address, RunnerConfig(number=1, repeat=3, min_repeat_ms=40, timeout=5.0),
+                  reference=AddReference(), cache_dir=tmp_path_factory.mktemp("kernels"))
+    try:
+        deadline = time.monotonic() + 30
+        while sum(n["Alive"] for n in ray.nodes()) < 2:
+            assert time.monotonic() < deadline, "node_b never joined"
+            time.sleep(0.2)
+        yield r
+    finally:
+        r.shutdown()
+
+
+def _node_ids() -> dict[str, str]:
+    import ray
+
+    return {name: n["NodeID"] for n in ray.nodes() if n["Alive"] for name in ("node_a", "node_b")
+            if name in n["Resources"]}
+
+
+def test_runs_land_on_both_nodes_and_gpus_get_actors(runner) -> None:
+    t0 = time.monotonic()
+    ids = _node_ids()
+    devices = runner.devices(("cpu", "gpu"))
+    cpu_nodes = {d["node_id"] for d in devices if d["kind"] == "cpu"}
+    gpus = [d for d in devices if d["kind"] == "gpu"]
+    assert cpu_nodes == set(ids.values())
+    assert len(gpus) == 1 and gpus[0]["node_id"] == ids["node_b"] and gpus[0]["gpu_ids"] == ["0"]
+
+    n = 8
+    builds = runner.build_sources([spin_kernel(500, f"both{i}") for i in range(n)] + [kernel("segfault", "c2")])
+    results = runner.run([measure_input(f"both{i}") for i in range(n + 1)], builds)
+    assert all(r.ok and r.median >= 500e-6 for r in results[:n]), [r.error_msg for r in results]
+    assert results[n].error_code == ErrorCode.WORKER_CRASHED and "SIGSEGV" in results[n].error_msg
+    assert {_node(r) for r in results[:n]} == set(ids.values())  # both nodes measured
+    assert all(r.host and "cpu:" in r.device for r in results)
+
+    # a non-C kernel is routed to the GPU actor (node_b); this worker has no CUDA executor
+    fake = BuildResult(builds[0].artifact_path, "k_spin", builds[0].args, "f" * 64, language="cuda")
+    res = runner.run([measure_input("gpu")], [fake])[0]
+    assert _node(res) == ids["node_b"] and res.device == "gpu: 0"
+    assert res.error_code == ErrorCode.RUNTIME_ERROR and "'cuda'" in res.error_msg
+    assert time.monotonic() - t0 < 90
+
+
+def test_killing_a_node_mid_batch_still_gives_every_result(cluster, runner) -> None:
+    t0 = time.monotonic()
+    ids = _node_ids()
+    n = 12
+    builds = runner.build_sources([spin_kernel(1000, f"kill{i}") for i in range(n)])
+    assert all(b.error_code == ErrorCode.NO_ERROR for b in builds)
+    killed: list[int] = []
+
+    def on_result(i, res) -> None:
+        if not killed and _node(res) == ids["node_b"]:
+            killed.extend(cluster.kill_node("node_b"))  # by pid, mid-batch
+
+    results = runner.run([measure_input(f"kill{i}") for i in range(n)], builds, on_result=on_result)
+    assert killed, "node_b never measured anything before the kill"
+    assert len(results) == n
+    assert all(r.ok or r.error_code == ErrorCode.WORKER_CRASHED for r in results), [r.error_msg for r in results]
+    # the calls lost with node_b were retried on node_a (retries left: max_retries=2)
+    assert runner.last_retries >= 1 and all(r.ok for r in results), [r.error_msg for r in results]
+    assert any(_node(r) == ids["node_a"] for r in results)
+    assert time.monotonic() - t0 < 90
+    # the next batch runs on the surviving node only
+    again = runner.run([measure_input("after")], builds[:1])[0]
+    assert again.ok and _node(again) == ids["node_a"]
