@@ -6,6 +6,12 @@ than 1.3x torch eager. Run: `.venv/bin/python benchmarks/bench_manual_cpu.py [--
 
 from __future__ import annotations
 
+import os
+
+# the measurement sandbox runs kernels with spinning OpenMP workers (libgomp's sleeping workers cost
+# milliseconds a call on this VM); set it before any OpenMP runtime loads: torch's libgomp reads it too
+os.environ.setdefault("GOMP_SPINCOUNT", "10000000")
+
 import argparse
 import sys
 from pathlib import Path

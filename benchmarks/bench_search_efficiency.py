@@ -12,6 +12,12 @@ Run: `.venv/bin/python benchmarks/bench_search_efficiency.py --trials 96 --seeds
 
 from __future__ import annotations
 
+import os
+
+# the measurement sandbox runs kernels with spinning OpenMP workers (libgomp's sleeping workers cost
+# milliseconds a call on this VM); set it before any OpenMP runtime loads: torch's libgomp reads it too
+os.environ.setdefault("GOMP_SPINCOUNT", "10000000")
+
 import argparse
 import math
 import sys

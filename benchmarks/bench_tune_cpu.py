@@ -10,6 +10,12 @@ Run: `.venv/bin/python benchmarks/bench_tune_cpu.py --trials 200 [--tvm] [--only
 
 from __future__ import annotations
 
+import os
+
+# the measurement sandbox runs kernels with spinning OpenMP workers (libgomp's sleeping workers cost
+# milliseconds a call on this VM); set it before any OpenMP runtime loads: torch's libgomp reads it too
+os.environ.setdefault("GOMP_SPINCOUNT", "10000000")
+
 import argparse
 import json
 import subprocess
