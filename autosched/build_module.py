@@ -9,14 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
-from autosched.codegen.c import render_c
 from autosched.codegen.source import KernelSource
 from autosched.dtypes import np_dtype
 from autosched.measure.c_compiler import CompiledLibrary, compile_c
 from autosched.schedule.ir import LoweredFunc
-from autosched.schedule.lower import lower_state
 from autosched.schedule.schedule import Schedule
-from autosched.schedule.state import ScheduleError
 from autosched.target import Target
 from autosched.te.tensor import Tensor
 
@@ -30,8 +27,10 @@ def lower(s: Schedule, args: Sequence[Tensor] | None = None, name: str = "defaul
     """The loop-nest IR of `s` (print it with `.show()`)."""
     if not isinstance(s, Schedule):
         raise TypeError(f"lower expects a Schedule, got {type(s).__name__}")
+    from autosched.codegen.targets import LOWERERS
+
     tgt = Target.parse(target)
-    return lower_state(s.state, list(args) if args is not None else _default_args(s), tgt.kind, name)
+    return LOWERERS[tgt.kind](s, list(args) if args is not None else _default_args(s), name)
 
 
 def _openmp_wait_policy() -> None:
@@ -103,16 +102,22 @@ class BuiltKernel:
 
 def render(s: Schedule, args: Sequence[Tensor] | None = None, target: str | Target = "cpu",
            name: str = "default_function") -> tuple[KernelSource, LoweredFunc]:
+    from autosched.codegen.targets import renderer_for
+
     tgt = Target.parse(target)
-    if tgt.kind != "cpu":
-        raise ScheduleError(f"target {tgt.kind!r} has no renderer in this build yet (available: cpu)")
-    f = lower(s, args, name, tgt)
-    return render_c(f), f
+    if not isinstance(s, Schedule):
+        raise TypeError(f"render expects a Schedule, got {type(s).__name__}")
+    return renderer_for(tgt.kind)(s, list(args) if args is not None else _default_args(s), name)
 
 
 def build(s: Schedule, args: Sequence[Tensor] | None = None, target: str | Target = "cpu",
           name: str = "default_function", cache_dir: Path | None = None) -> BuiltKernel:
-    """Lower, render and compile `s`; the compiled library is cached by source hash."""
+    """Lower, render and compile `s`; the compiled library is cached by source hash. GPU targets
+    give a kernel that takes CuPy arrays or torch CUDA tensors (see `measure.gpu_kernel`)."""
     src, f = render(s, args, target, name)
+    if src.language != "c":
+        from autosched.measure.gpu_kernel import build_gpu_kernel
+
+        return build_gpu_kernel(src, f, cache_dir)
     lib = compile_c(src, cache_dir=cache_dir)
     return BuiltKernel(src, lib, f)

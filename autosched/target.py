@@ -23,6 +23,23 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+@functools.lru_cache(maxsize=1)
+def gpu_model() -> str:
+    """The first GPU's model ("NVIDIA H200") from nvidia-smi; "" where there is none (CI)."""
+    import shutil
+    import subprocess
+
+    if shutil.which("nvidia-smi") is None:
+        return ""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "--id=0"],
+                             capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    lines = out.stdout.strip().splitlines() if out.returncode == 0 else []
+    return lines[0].strip().replace("|", " ") if lines else ""
+
+
 @dataclass(frozen=True)
 class Target:
     kind: str
@@ -50,7 +67,7 @@ class Target:
     def host(kind: str = "cpu") -> Target:
         if kind == "cpu":
             return Target("cpu", cpu_model(), len(os.sched_getaffinity(0)))
-        return Target(kind, "", 0)
+        return Target(kind, gpu_model(), 0)
 
     @property
     def key(self) -> str:

@@ -71,7 +71,22 @@ class RecordToDB:
         self.db.commit_records(recs)
 
 
-def default_measurer(runner: Any = None, builder: Any = None, callbacks: Sequence = ()):
+# local (runner, builder) per target kind: GPU candidates compile with NVRTC/Triton and run on a GPU
+_LOCAL_MEASURE = {
+    "cpu": ("autosched.measure.runner:LocalRunner", "autosched.measure.builder:LocalBuilder"),
+    "cuda": ("autosched.measure.gpu_runner:GpuRunner", "autosched.measure.gpu_runner:GpuBuilder"),
+    "triton": ("autosched.measure.gpu_runner:GpuRunner", "autosched.measure.gpu_runner:GpuBuilder"),
+}
+
+
+def _load(spec: str):
+    import importlib
+
+    mod, _, name = spec.partition(":")
+    return getattr(importlib.import_module(mod), name)
+
+
+def default_measurer(runner: Any = None, builder: Any = None, callbacks: Sequence = (), kind: str = "cpu"):
     """A ProgramMeasurer over a local process-pool builder and an isolated local runner, or Ray."""
     from autosched.measure.measure import ProgramMeasurer
 
@@ -79,17 +94,14 @@ def default_measurer(runner: Any = None, builder: Any = None, callbacks: Sequenc
         from autosched.measure.ray_runner import RayRunner
 
         runner = RayRunner(address=None if runner == "ray" else runner)
+    run_cls, build_cls = _LOCAL_MEASURE[kind]
     if runner is None:
-        from autosched.measure.runner import LocalRunner
-
-        runner = LocalRunner()
+        runner = _load(run_cls)()
     if builder is None:
         if hasattr(runner, "build"):
             builder = runner
         else:
-            from autosched.measure.builder import LocalBuilder
-
-            builder = LocalBuilder(n_workers=max(1, (os.cpu_count() or 2)))
+            builder = _load(build_cls)(n_workers=max(1, (os.cpu_count() or 2)))
     return ProgramMeasurer(builder, runner, list(callbacks))
 
 
@@ -145,7 +157,7 @@ def tune(workload: Workload | Sequence[Tensor] | str, target: str | Target = "cp
     model = make_cost_model(cost_model, seed)
     if model is not None and cost_model == "xgb":
         warm_start(model, database, tgt, exclude_key=w.key)
-    measurer = default_measurer(runner, builder, [RecordToDB(database, job_id)])
+    measurer = default_measurer(runner, builder, [RecordToDB(database, job_id)], kind=tgt.kind)
     t0 = time.perf_counter()
     def after_batch(t: TaskTuner) -> None:
         if progress:
@@ -188,7 +200,7 @@ def tune_many(workloads: Sequence[Workload], target: str | Target = "cpu", trial
 
     tgt = Target.parse(target)
     database = open_db(db)
-    measurer = default_measurer(runner, None, [RecordToDB(database)])
+    measurer = default_measurer(runner, None, [RecordToDB(database)], kind=tgt.kind)
     model = make_cost_model(cost_model, seed)  # one model shared by all tasks: they transfer
     tasks = []
     for w in workloads:

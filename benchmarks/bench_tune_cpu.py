@@ -67,7 +67,11 @@ def main() -> None:
     a = ap.parse_args()
     if a.install_tvm and not TVM_PY.exists():
         subprocess.run([sys.executable, "-m", "venv", str(HERE / ".tvm-venv")], check=True)
-        subprocess.run([str(TVM_PY), "-m", "pip", "install", "-q", "apache-tvm==0.27.0.post1", "numpy==2.3.5"],
+        subprocess.run([str(TVM_PY), "-m", "pip", "install", "-q", "apache-tvm==0.27.0.post1", "numpy==2.3.5",
+                        "psutil==7.2.2", "xgboost==3.2.0", "cloudpickle==3.1.3", "tornado==6.6.1"],
+                       check=True)
+        # TVM 0.27's wheels accept a newer apache-tvm-ffi than they work with (segfaults in ToJSONGraph)
+        subprocess.run([str(TVM_PY), "-m", "pip", "install", "-q", "--no-deps", "apache-tvm-ffi==0.1.14.post1"],
                        check=True)
 
     from common import interleaved, machine, write_results

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tempfile
 import time
 
@@ -39,38 +40,88 @@ def te_workload(op: str, args: list[int]):
     raise SystemExit(f"tvm_peer: no TE definition for {op}")
 
 
+def build_candidate(mod, target, _params):
+    """MetaSchedule's default_build without its `import tvm.s_tir.tensor_intrin`.
+
+    That import registers every tensor intrinsic (CUDA, ROCm, Hexagon, ...) and takes 20-30 s; the
+    LocalBuilder starts fresh workers for every batch, so with the default each worker spent its
+    whole 30 s build timeout importing and every candidate failed to build. fp32 on llvm never
+    tensorizes, so the registrations are not needed. Defined here (run as __main__), cloudpickle
+    ships it to the builder workers by value.
+    """
+    from tvm.driver import build
+    from tvm.s_tir.transform import RemoveWeightLayoutRewriteBlock
+
+    return build(RemoveWeightLayoutRewriteBlock(skip_tensor_rewrite=True)(mod), target=target)
+
+
+def check_ffi_abi() -> None:
+    """apache-tvm 0.27.0.post1 only declares apache-tvm-ffi>=0.1.14.post0, but its libraries are built
+    against 0.1.14: with 0.1.15.post2 every JSON serialization (tvm.ir.save_json, hence the
+    MetaSchedule builder and database) segfaults in tvm::ffi::ToJSONGraph. Fail with a message instead."""
+    import tvm
+    import tvm_ffi
+
+    if tvm.__version__.startswith("0.27.") and not tvm_ffi.__version__.startswith("0.1.14"):
+        raise SystemExit(f"tvm_peer: apache-tvm {tvm.__version__} needs apache-tvm-ffi 0.1.14.x "
+                         f"(found {tvm_ffi.__version__}, which segfaults on serialization); "
+                         "pip install apache-tvm-ffi==0.1.14.post1 into this venv")
+
+
 def main() -> None:
     import tvm
     from tvm import te
-    from tvm.s_tir import meta_schedule as ms
 
     ap = argparse.ArgumentParser()
     ap.add_argument("op")
     ap.add_argument("args", nargs="+", type=int)
     ap.add_argument("--trials", type=int, default=200)
     a = ap.parse_args()
+    check_ffi_abi()
     tensors, flops = te_workload(a.op, a.args)
     func = te.create_prim_func(tensors).with_attr("global_symbol", "main")
     mod = tvm.IRModule({"main": func})
     cores = len(os.sched_getaffinity(0))
     # the target BENCHMARKS.md measured TVM with on this machine (AVX-512 + FMA)
     target = tvm.target.Target({"kind": "llvm", "mcpu": "rocketlake", "num-cores": cores})
+    # MetaSchedule logs (Python and C++, and its worker processes) go to stdout; send fd 1 to stderr while
+    # tuning and timing so stdout carries only the JSON line
+    sys.stdout.flush()
+    stdout_fd = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        med, tune_s = tune_and_time(a, mod, tensors, target, cores)
+    finally:
+        sys.stdout.flush()
+        os.dup2(stdout_fd, 1)
+        os.close(stdout_fd)
+    print(json.dumps({"peer": "tvm-metaschedule", "tvm": tvm.__version__, "op": a.op, "args": a.args,
+                      "trials": a.trials, "tune_seconds": tune_s, "best_seconds": med,
+                      "gflops": flops / med / 1e9}))
+
+
+def tune_and_time(a, mod, tensors, target, cores: int) -> tuple[float, float]:
+    """Tune with tune_tir, build the best schedule, return (median seconds per call, tuning wall seconds)."""
+    import tvm
+    from tvm.s_tir import meta_schedule as ms
+
     with tempfile.TemporaryDirectory() as work:
         t0 = time.perf_counter()
-        db = ms.tune_tir(mod, target, work, max_trials_global=a.trials, num_trials_per_iter=64, database="memory")
+        builder = ms.builder.LocalBuilder(max_workers=cores, timeout_sec=60.0, f_build=build_candidate)
+        db = ms.tune_tir(mod, target, work, max_trials_global=a.trials, num_trials_per_iter=64,
+                         builder=builder, database="memory")
         tune_s = time.perf_counter() - t0
         sch = ms.tir_integration.compile_tir(db, mod, target)
-        lib = tvm.compile(sch.mod, target=target)
+        if sch is None:
+            raise SystemExit(f"tvm_peer: no candidate built and ran (see MetaSchedule logs above); {a.op} {a.args}")
+        lib = tvm.compile(sch.mod, target=target).jit()  # 0.27: compile gives an Executable; jit() the Module
         dev = tvm.cpu()
         rng = np.random.default_rng(0)
         arrays = [tvm.runtime.tensor(rng.uniform(-1, 1, [int(d) for d in t.shape]).astype("float32"), dev)
                   for t in tensors]
-        timer = lib.time_evaluator(lib.entry_name, dev, number=10, repeat=15, min_repeat_ms=50)
+        timer = lib.time_evaluator("main", dev, number=10, repeat=15, min_repeat_ms=50)
         res = timer(*arrays)
-        med = float(np.median(res.results))
-    print(json.dumps({"peer": "tvm-metaschedule", "tvm": tvm.__version__, "op": a.op, "args": a.args,
-                      "trials": a.trials, "tune_seconds": tune_s, "best_seconds": med,
-                      "gflops": flops / med / 1e9}))
+        return float(np.median(res.results)), tune_s
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 bash scripts/venv.sh
+# system packages the service tests need (Chromium, chromedriver, docker-compose, PostgreSQL); idempotent
+if [ "$(id -u)" = "0" ]; then bash scripts/ci-deps.sh; fi
 .venv/bin/ruff check autosched tuning_db tests benchmarks
 set +e
 .venv/bin/python -m pytest "$@"

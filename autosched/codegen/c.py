@@ -23,6 +23,18 @@ _F64 = {"exp": "exp({x})", "log": "log({x})", "sqrt": "sqrt({x})", "rsqrt": "(1.
 # functions glibc 2.36's libmvec has vector variants of (checked with nm on libmvec.so.1)
 _LIBMVEC = {"expf", "logf", "tanhf", "erff", "exp", "log", "tanh", "erf"}
 
+# what a buffer or loop variable may not be called: C keywords, names the prelude, the headers and the
+# renderer use, and the object-like macros of <math.h>/<stdint.h> (gnu11 also predefines `linux`, `unix`)
+C_RESERVED = frozenset("""
+auto break case char const continue default do double else enum extern float for goto if inline int long
+register restrict return short signed sizeof static struct switch typedef union unsigned void volatile while
+asm typeof main bool true false NULL INFINITY NAN EOF errno unix linux i386 math_errhandling
+int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t intptr_t uintptr_t size_t ptrdiff_t
+aligned_alloc free malloc calloc realloc memcpy memset abs
+expf logf sqrtf tanhf erff fabsf floorf ceilf powf exp log sqrt tanh erf fabs floor ceil pow
+""".split()) | frozenset(_F32) | frozenset(_F64)
+C_RESERVED_PATTERN = r"(M|FP|U?INT\w*|SIZE|PTRDIFF|SIG_ATOMIC|WCHAR|WINT|HUGE|MATH)_[A-Z0-9_]*"
+
 _PRELUDE = r"""#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,13 +64,19 @@ C_DIALECT = Dialect(
     float_funcs=_F32,
     double_funcs=_F64,
     prelude=_PRELUDE,
+    reserved=C_RESERVED,
+    reserved_pattern=C_RESERVED_PATTERN,
 )
 
 
 def render_c(func: LoweredFunc, *, dialect: Dialect = C_DIALECT) -> KernelSource:
+    if func.name in dialect.reserved or func.name.startswith("asc_"):
+        raise ValueError(f"kernel name {func.name!r} is reserved in generated C; choose another")
     r = CStyleRenderer(dialect)
     r.explicit_vectors = True
     r.source_unroll_limit = 64
+    r.used_names.add(func.name)
+    params = r.params(func)  # parameters claim their names before any loop variable
     r.stmt(func.body, 1)
     body = r.lines
     decls = []
@@ -67,10 +85,12 @@ def render_c(func: LoweredFunc, *, dialect: Dialect = C_DIALECT) -> KernelSource
             ty = "double" if dtype == "float64" else "float"
             decls.append(f'__attribute__((simd("notinbranch"))) {ty} {fn}({ty});')
     head = dialect.prelude.splitlines() + VECTOR_PRELUDE.splitlines() + decls
-    sig = f'__attribute__((visibility("default"))) int {func.name}({r.params(func)}) {{'
+    sig = f'__attribute__((visibility("default"))) int {func.name}({params}) {{'
     lines = head + [sig, "  asc_error = 0;"] + body + ["  return asc_error;", "}", ""]
     offset = len(head) + 2
-    vec_loops = tuple((a + offset, b + offset, tuple(x + offset for x in outer)) for a, b, outer in r.vector_loops)
+    vec_loops = tuple((a + offset, b + offset, tuple(x + offset for x in outer),
+                       tuple((p + offset, q + offset) for p, q in nested))
+                      for a, b, outer, nested in r.vector_loops)
     args = tuple(ArgSpec(b.stage or b.name, b.shape, b.dtype, b.scope == "param" and _is_out(func, b))
                  for b in func.params)
     return KernelSource("c", "\n".join(lines), func.name, args, vector_loops=vec_loops)

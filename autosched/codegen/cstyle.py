@@ -31,6 +31,8 @@ class Dialect:
     prelude: str = ""
     kernel_prefix: str = ""
     extra: dict[str, str] = field(default_factory=dict)
+    reserved: frozenset[str] = frozenset()  # identifiers buffers and loop variables may not take
+    reserved_pattern: str = ""  # and a regex of more (macro families of the headers included)
 
 
 class CStyleRenderer:
@@ -41,25 +43,37 @@ class CStyleRenderer:
         self.used_names: set[str] = set()
         self.ranges: dict[int, int] = {}
         self.funcs_used: set[tuple[str, str]] = set()
-        self.vector_loops: list[tuple[int, int, tuple[int, ...]]] = []
+        self.vector_loops: list[tuple] = []
         self.subst: dict[Var, Expr] = {}
         self.explicit_vectors = False  # dialects with GCC vector extensions turn this on
         self.source_unroll_limit = 0
         self.loop_starts: list[int] = []
+        self.loop_ranges: list[tuple[int, int]] = []
 
     # ---- names -------------------------------------------------------------------------------
-    def var_name(self, v: Var) -> str:
-        if id(v) not in self.names:
-            base = re.sub(r"[^A-Za-z0-9_]", "_", v.name) or "v"
-            if base[0].isdigit():
+    def ident(self, key: int, base: str) -> str:
+        """One C identifier per IR object (`key` = id of a Var or Buffer), never a keyword, a reserved
+        or library name, nor another object's identifier (a tensor `j` read in loop `j`)."""
+        if key not in self.names:
+            base = re.sub(r"[^A-Za-z0-9_]", "_", base) or "v"
+            if base[0].isdigit() or base.startswith("_"):
                 base = "v" + base
+            if base in self.d.reserved or base.startswith("asc_") or \
+                    (self.d.reserved_pattern and re.fullmatch(self.d.reserved_pattern, base)):
+                base = base + "_"
             name, k = base, 1
             while name in self.used_names:
                 k += 1
                 name = f"{base}_{k}"
             self.used_names.add(name)
-            self.names[id(v)] = name
-        return self.names[id(v)]
+            self.names[key] = name
+        return self.names[key]
+
+    def var_name(self, v: Var) -> str:
+        return self.ident(id(v), v.name)
+
+    def buf_name(self, b: Buffer) -> str:
+        return self.ident(id(b), b.name)
 
     # ---- expressions -------------------------------------------------------------------------
     def ctype(self, dtype: str) -> str:
@@ -93,7 +107,7 @@ class CStyleRenderer:
         return self.expr(arith.simplify(flat))
 
     def load(self, e: Load) -> str:
-        ref = f"{e.buffer.name}[{self.flat_index(e.buffer, e.indices)}]"
+        ref = f"{self.buf_name(e.buffer)}[{self.flat_index(e.buffer, e.indices)}]"
         if e.buffer.dtype == "float16":
             return f"asc_f16_to_f32({ref})"
         if e.buffer.dtype == "bfloat16":
@@ -177,7 +191,7 @@ class CStyleRenderer:
         elif isinstance(s, For):
             self.loop(s, indent)
         elif isinstance(s, Store):
-            ref = f"{s.buffer.name}[{self.flat_index(s.buffer, s.indices)}]"
+            ref = f"{self.buf_name(s.buffer)}[{self.flat_index(s.buffer, s.indices)}]"
             self.emit(f"{ref} = {self.store_value(s.buffer, self.expr(s.value))};", indent)
         elif isinstance(s, IfThen):
             self.emit(f"if ({self.expr(s.cond)}) {{", indent)
@@ -192,18 +206,19 @@ class CStyleRenderer:
 
     def allocate(self, s: Allocate, indent: int) -> None:
         b = s.buffer
+        name = self.buf_name(b)
         st = self.d.storage_types[b.dtype]
         nbytes = b.size * _bytes(b.dtype)
         self.emit("{", indent)
         if nbytes <= self.d.stack_limit_bytes and b.scope == "local":
-            self.emit(f"{st} {b.name}[{b.size}] __attribute__((aligned(64)));", indent + 1)
+            self.emit(f"{st} {name}[{b.size}] __attribute__((aligned(64)));", indent + 1)
             self.stmt(s.body, indent + 1)
         else:
             rounded = -(-nbytes // 64) * 64
-            self.emit(f"{st}* {self.d.restrict} {b.name} = ({st}*)aligned_alloc(64, {rounded});", indent + 1)
-            self.emit(f"if ({b.name} == NULL) {{ asc_error = 1; }} else {{", indent + 1)
+            self.emit(f"{st}* {self.d.restrict} {name} = ({st}*)aligned_alloc(64, {rounded});", indent + 1)
+            self.emit(f"if ({name} == NULL) {{ asc_error = 1; }} else {{", indent + 1)
             self.stmt(s.body, indent + 2)
-            self.emit(f"free({b.name});", indent + 2)
+            self.emit(f"free({name});", indent + 2)
             self.emit("}", indent + 1)
         self.emit("}", indent)
 
@@ -220,12 +235,9 @@ class CStyleRenderer:
             return
         v = self.var_name(s.var)
         ext = str(n) if n is not None else self.expr(s.extent)
-        if s.kind == "parallel":
-            self.emit("#pragma omp parallel for schedule(static)", indent)
-        elif s.kind == "vectorized":
-            self.emit("#pragma omp simd", indent)
-        elif s.kind == "unrolled":
-            self.emit(f"#pragma GCC unroll {min(n, 64) if n is not None else 8}", indent)
+        pragma = self.loop_pragma(s, n)
+        if pragma:
+            self.emit(pragma, indent)
         if n is not None:
             self.ranges[id(s.var)] = n
         else:
@@ -235,11 +247,25 @@ class CStyleRenderer:
         start = len(self.lines) + 1
         self.emit(f"for (int32_t {v} = 0; {v} < {ext}; ++{v}) {{", indent)
         self.loop_starts.append(start)
+        first_inner = len(self.loop_ranges)
         self.stmt(s.body, indent + 1)
         self.loop_starts.pop()
         self.emit("}", indent)
         if s.kind == "vectorized":
-            self.vector_loops.append((start, len(self.lines), tuple(self.loop_starts)))
+            # lines of loops nested inside: gcc vectorizing one of them is not this loop vectorized
+            nested = tuple(self.loop_ranges[first_inner:])
+            self.vector_loops.append((start, len(self.lines), tuple(self.loop_starts), nested))
+        self.loop_ranges.append((start, len(self.lines)))
+
+    def loop_pragma(self, s: For, n: int | None) -> str:
+        """The pragma line before a loop of kind `s.kind` ("" for none); dialects override it."""
+        if s.kind == "parallel":
+            return "#pragma omp parallel for schedule(static)"
+        if s.kind == "vectorized":
+            return "#pragma omp simd"
+        if s.kind == "unrolled":
+            return f"#pragma GCC unroll {min(n, 64) if n is not None else 8}"
+        return ""
 
     def vector_loop(self, s: For, indent: int) -> bool:
         """Write `s` with explicit vector types; False when its body does not qualify."""
@@ -258,7 +284,7 @@ class CStyleRenderer:
                 val = self.vexpr(st.value, s.var, vt)
                 if not vc.varies(st.value, s.var):
                     val = f"(({vt}){{0}} + ({val}))"
-                ref = f"&{st.buffer.name}[{self.flat_index(st.buffer, st.indices)}]"
+                ref = f"&{self.buf_name(st.buffer)}[{self.flat_index(st.buffer, st.indices)}]"
                 self.emit(f"asc_st_{vt}({ref}, {val});", indent)
         del self.subst[s.var]
         return True
@@ -267,13 +293,13 @@ class CStyleRenderer:
         from autosched.codegen import vector_c as vc
 
         if isinstance(e, Load) and vc.varies(e, var):
-            return f"asc_ld_{vt}(&{e.buffer.name}[{self.flat_index(e.buffer, e.indices)}])"
+            return f"asc_ld_{vt}(&{self.buf_name(e.buffer)}[{self.flat_index(e.buffer, e.indices)}])"
         if isinstance(e, Binary) and vc.varies(e, var):
             return f"({self.vexpr(e.a, var, vt)} {vc.ARITH_OPS[e.op]} {self.vexpr(e.b, var, vt)})"
         return self.expr(e)
 
     def params(self, f: LoweredFunc) -> str:
-        return ", ".join(f"{self.d.storage_types[b.dtype]}* {self.d.restrict} {b.name}" for b in f.params)
+        return ", ".join(f"{self.d.storage_types[b.dtype]}* {self.d.restrict} {self.buf_name(b)}" for b in f.params)
 
 
 def _size(s: Stmt) -> int:

@@ -23,7 +23,7 @@ class KernelSource:
     args: tuple[ArgSpec, ...]
     compile_flags: tuple[str, ...] = ()
     launch: dict = field(default_factory=dict, hash=False, compare=False)
-    vector_loops: tuple[tuple[int, int, tuple[int, ...]], ...] = ()
+    vector_loops: tuple[tuple, ...] = ()  # (start, end, outer loop starts, nested loop (start, end) ranges)
 
     @property
     def source_hash(self) -> str:

@@ -58,8 +58,13 @@ class CompiledLibrary:
     def unvectorized(self, source: KernelSource) -> list[int]:
         """First lines of the loops `source` marks vectorized that gcc did not turn into vector code."""
         missing = []
-        for start, end, outer in source.vector_loops:
-            if any(start <= ln <= end for ln in self.vectorized_lines):
+        for start, end, outer, *rest in source.vector_loops:
+            nested = rest[0] if rest else ()
+
+            def own(ln: int, start=start, end=end, nested=nested) -> bool:
+                return start <= ln <= end and not any(a <= ln <= b for a, b in nested)
+
+            if any(own(ln) for ln in self.vectorized_lines):
                 continue
             if any(start <= ln <= end or ln in outer for ln in self.library_call_lines):
                 continue

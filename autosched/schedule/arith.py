@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from autosched.te.expr import Binary, Call, Cast, Const, Expr, Select, TensorRead, Var, children, rebuild
+from autosched.te.expr import Binary, Call, Cast, Const, Expr, Select, TensorRead, Var, children, rebuild, walk
 
 
 def _key(e: Expr) -> tuple:
@@ -89,6 +89,8 @@ def from_linear(lin: Linear, dtype: str = "int32") -> Expr:
     out: Expr | None = None
     pos = [(c, t) for c, t in lin.terms.values() if c > 0]
     neg = [(c, t) for c, t in lin.terms.values() if c < 0]
+    if not pos and neg and lin.const > 0:  # `17 - i*4`, not `0 - i*4 + 17`
+        out, lin = Const(lin.const, dtype), Linear(lin.terms, 0)
     for c, t in pos + neg:
         term = t if abs(c) == 1 else Binary("mul", t, Const(abs(c), dtype), dtype)
         if out is None:
@@ -233,5 +235,36 @@ def uses_only(e: Expr, var_ids: set[int]) -> bool:
     return all(id(n) in var_ids for n in walk(e) if isinstance(n, Var))
 
 
+def union_bounds(los: list, his: list) -> tuple[Expr | None, Expr | None]:
+    """The union [min lo, max hi] of intervals whose ends differ by constants; (None, None) if unknown."""
+    if not los or any(x is None for x in los):
+        return None, None
+    lo, hi = los[0], his[0]
+    for a, b in zip(los[1:], his[1:]):
+        d = const_value(Binary("sub", a, lo, "int32"))
+        if d is None:
+            return None, None
+        lo = a if d < 0 else lo
+        d = const_value(Binary("sub", b, hi, "int32"))
+        if d is None:
+            return None, None
+        hi = b if d > 0 else hi
+    return lo, hi
+
+
+def as_loop_bound(g: Expr, var: Var) -> Expr | None:
+    """`var + rest < n` with coefficient 1 on `var` becomes the loop bound `n - rest`."""
+    if not (isinstance(g, Binary) and g.op == "lt"):
+        return None
+    lin = to_linear(simplify(Binary("sub", g.a, g.b, "int32")))
+    key = ("v", id(var))
+    if key not in lin.terms or lin.terms[key][0] != 1:
+        return None
+    rest = Linear({k: v for k, v in lin.terms.items() if k != key}, lin.const)
+    if any(isinstance(n, Var) and n is var for _, t in rest.terms.values() for n in walk(t)):
+        return None
+    return simplify(Binary("sub", Const(0, "int32"), from_linear(rest), "int32"))
+
+
 __all__ = ["Linear", "to_linear", "from_linear", "simplify", "interval", "numeric_range", "const_value",
-           "uses_only", "Call", "Select"]
+           "uses_only", "union_bounds", "as_loop_bound", "Call", "Select"]

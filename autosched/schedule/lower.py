@@ -15,6 +15,7 @@ from autosched.dtypes import promote
 from autosched.schedule import arith
 from autosched.schedule.bounds import Derived, derive
 from autosched.schedule.ir import Allocate, Buffer, For, IfThen, Load, LoweredFunc, Stmt, Store, seq
+from autosched.schedule.loop_passes import apply_pragmas, check_parallel_nesting, walk_stmts
 from autosched.schedule.state import Loop, ScheduleError, Stage, State
 from autosched.te.expr import (
     Binary,
@@ -24,6 +25,7 @@ from autosched.te.expr import (
     Reduce,
     TensorRead,
     Var,
+    check_name,
     substitute,
     transform,
     walk,
@@ -49,7 +51,10 @@ class Lowerer:
     def __init__(self, state: State, args: Sequence[Tensor], target_kind: str, name: str) -> None:
         self.state = state
         self.target_kind = target_kind
-        self.name = name
+        try:
+            self.name = check_name(name, "kernel name")
+        except ValueError as exc:
+            raise ScheduleError(str(exc)) from None
         self.stages = {st.name: st for st in state.stages}
         self.order = [st.name for st in state.stages]
         self.args = self._check_args(args)
@@ -176,7 +181,7 @@ class Lowerer:
 
     def _infer_region(self, st: Stage, shape: list[int]) -> tuple[list[Expr], list[int]]:
         tname, lname = st.attach[1], st.attach[2]
-        fixed = {id(lp.var) for _, lp in self.enclosing(st.name)}
+        fixed = self.fixed_loop_vars(st)
         relaxed: dict[int, int] = {}
         los: list[list[Expr]] = [[] for _ in shape]
         his: list[list[Expr]] = [[] for _ in shape]
@@ -202,7 +207,7 @@ class Lowerer:
                         his[d].append(iv[1])
         mins, exts = [], []
         for d, n in enumerate(shape):
-            lo, hi = _union(los[d], his[d])
+            lo, hi = arith.union_bounds(los[d], his[d])
             ext = None if lo is None else arith.const_value(Binary("add", Binary("sub", hi, lo, "int32"),
                                                                      Const(1, "int32"), "int32"))
             if ext is None or ext >= n:
@@ -212,6 +217,12 @@ class Lowerer:
                 mins.append(lo)
                 exts.append(max(1, ext))
         return mins, exts
+
+    def fixed_loop_vars(self, st: Stage) -> set[int]:
+        """Loops around `st`'s attach point whose value is fixed while `st`'s region is computed (the
+        rest are relaxed over their extent). GPU lowering overrides this: a shared-memory stage is
+        filled by the whole thread block, so loops bound to threadIdx are relaxed for it."""
+        return {id(lp.var) for _, lp in self.enclosing(st.name)}
 
     def _check_inside(self, st: Stage, q: Stage, tname: str, lname: str) -> None:
         if q.name == tname:
@@ -230,7 +241,7 @@ class Lowerer:
         inf = self.info_of(name) if not st.is_placeholder else None
         if inf is not None and inf.buffer is not None:
             return inf.buffer
-        cname = _c_ident(name)
+        cname = self._unique_name(_c_ident(name))
         if name in self.args:
             buf = Buffer(cname, tuple(st.op.shape), st.op.dtype, "param", name)
         elif st.is_placeholder:
@@ -246,6 +257,16 @@ class Lowerer:
         return buf
 
     _param_bufs: dict[str, Buffer]
+    _buf_names: set[str]
+
+    def _unique_name(self, base: str) -> str:
+        """Stage `A.local` and a user's tensor `A_local` must not share a buffer name."""
+        name, k = base, 1
+        while name in self._buf_names:
+            k += 1
+            name = f"{base}_{k}"
+        self._buf_names.add(name)
+        return name
 
     def lower_reads(self, e: Expr) -> Expr:
         def fn(x: Expr) -> Expr | None:
@@ -311,7 +332,7 @@ class Lowerer:
             extent: Expr = Const(inf.derived.extents[lp.name], "int32")
             guards_here = []
             for g in ready:
-                bound = _as_loop_bound(g, lp.var)
+                bound = arith.as_loop_bound(g, lp.var)
                 if bound is not None:
                     extent = arith.simplify(Binary("min", extent, bound, "int32"))
                 else:
@@ -330,15 +351,18 @@ class Lowerer:
             kind = _KIND.get(st.annotations.get(lp.name, ""), "serial")
             if is_init and kind == "parallel":
                 kind = "serial"
-            if kind == "vectorized" and any(isinstance(n, Allocate) for n in _stmts(body)):
+            if kind == "vectorized" and any(isinstance(n, Allocate) for n in walk_stmts(body)):
                 raise ScheduleError(f"stage {name!r}, loop {lp.name!r}: cannot vectorize a loop that contains "
                                     "another stage's computation (compute_at inside it)")
-            out.append(For(lp.var, extent, kind, body, lp.name, name))
+            tag = st.bindings.get(lp.name, "")
+            if tag:  # a GPU thread/block index: the target's renderer decides how it becomes no loop
+                kind = "bound"
+            out.append(For(lp.var, extent, kind, body, lp.name, name, thread_tag=tag))
             return out
 
         red_vars = {id(lp.var) for lp in leaves if lp.kind == "reduce"}
         stmt = seq(build(0, guards, False))
-        return _apply_pragmas(st, stmt, inf)
+        return apply_pragmas(st, stmt)
 
     def _bound_guards(self, st: Stage, inf: _Info, coords: dict[IterVar, Expr]) -> list[Expr]:
         """Guards keeping a region that overhangs the tensor inside it."""
@@ -357,6 +381,7 @@ class Lowerer:
 
     def run(self) -> LoweredFunc:
         self._param_bufs = {}
+        self._buf_names = set()
         params = [self.buffer_of(n) for n in self.args]
         body: list[Stmt] = []
         temps: list[Buffer] = []
@@ -371,7 +396,7 @@ class Lowerer:
         stmt = seq(body)
         for buf in reversed(temps):
             stmt = Allocate(buf, stmt)
-        _check_parallel_nesting(stmt, False)
+        check_parallel_nesting(stmt, None)
         return LoweredFunc(self.name, params, stmt)
 
 
@@ -396,95 +421,11 @@ def _retype(e: Expr) -> Expr:
     return transform(e, fn)
 
 
-def _union(los: list, his: list) -> tuple[Expr | None, Expr | None]:
-    if not los or any(x is None for x in los):
-        return None, None
-    lo, hi = los[0], his[0]
-    for a, b in zip(los[1:], his[1:]):
-        d = arith.const_value(Binary("sub", a, lo, "int32"))
-        if d is None:
-            return None, None
-        lo = a if d < 0 else lo
-        d = arith.const_value(Binary("sub", b, hi, "int32"))
-        if d is None:
-            return None, None
-        hi = b if d > 0 else hi
-    return lo, hi
-
-
-def _as_loop_bound(g: Expr, var: Var) -> Expr | None:
-    """`var + rest < n` with coefficient 1 on `var` becomes the loop bound `n - rest`."""
-    if not (isinstance(g, Binary) and g.op == "lt"):
-        return None
-    lin = arith.to_linear(arith.simplify(Binary("sub", g.a, g.b, "int32")))
-    key = ("v", id(var))
-    if key not in lin.terms or lin.terms[key][0] != 1:
-        return None
-    rest = arith.Linear({k: v for k, v in lin.terms.items() if k != key}, lin.const)
-    if any(isinstance(n, Var) and n is var for _, t in rest.terms.values() for n in walk(t)):
-        return None
-    return arith.simplify(Binary("sub", Const(0, "int32"), arith.from_linear(rest), "int32"))
-
-
 def _and(preds: list[Expr]) -> Expr:
     out = preds[0]
     for p in preds[1:]:
         out = Binary("and", out, p, "bool")
     return out
-
-
-def _stmts(s: Stmt):
-    yield s
-    for attr in ("body",):
-        if hasattr(s, attr):
-            yield from _stmts(getattr(s, attr))
-    if hasattr(s, "stmts"):
-        for x in s.stmts:
-            yield from _stmts(x)
-
-
-def _apply_pragmas(st: Stage, stmt: Stmt, inf: _Info) -> Stmt:
-    for key, value in st.pragmas.items():
-        pname, loop = key.split("@", 1)
-        if pname != "auto_unroll_max_step" or value <= 1:
-            continue
-        for node in _stmts(stmt):
-            if isinstance(node, For) and node.loop_name == loop and node.stage == st.name:
-                _auto_unroll(node.body, value, st.name)
-    return stmt
-
-
-def _auto_unroll(s: Stmt, max_step: int, stage: str) -> int:
-    """Mark inner loops of constant extent unrolled while the unrolled body stays under `max_step`.
-    Returns the number of statement instances `s` expands to (-1 if unbounded)."""
-    if isinstance(s, For):
-        n = arith.const_value(s.extent)
-        inner = _auto_unroll(s.body, max_step, stage)
-        if n is None or inner < 0:
-            return -1
-        total = n * inner
-        if total <= max_step and s.kind == "serial" and s.stage == stage:
-            s.kind, s.unroll = "unrolled", n
-        return total
-    if hasattr(s, "stmts"):
-        parts = [_auto_unroll(x, max_step, stage) for x in s.stmts]
-        return -1 if any(p < 0 for p in parts) else sum(parts)
-    if hasattr(s, "body"):
-        return _auto_unroll(s.body, max_step, stage)
-    return 1
-
-
-def _check_parallel_nesting(s: Stmt, inside: bool) -> None:
-    if isinstance(s, For) and s.kind == "parallel":
-        if inside:
-            raise ScheduleError(f"stage {s.stage!r}, loop {s.loop_name!r}: parallel loop nested inside another "
-                                "parallel loop (parallelize only the outer one)")
-        inside = True
-    if hasattr(s, "stmts"):
-        for x in s.stmts:
-            _check_parallel_nesting(x, inside)
-    elif hasattr(s, "body"):
-        _check_parallel_nesting(s.body, inside)
 
 
 def _c_ident(name: str) -> str:

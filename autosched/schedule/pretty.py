@@ -1,4 +1,9 @@
-"""Steps printed as the primitive calls that made them (`autosched show`)."""
+"""Steps printed as the primitive calls that made them (`autosched show`).
+
+Loops and stages are written by name (`s['C'].split('i', factor=4)`; the primitives take names as
+well as handles), so the text runs as it is against a fresh `s = asc.create_schedule(...)` of the
+same DAG and replays the identical schedule.
+"""
 
 from __future__ import annotations
 
@@ -7,41 +12,42 @@ from collections.abc import Sequence
 from autosched.schedule.steps import Step
 
 
-def _v(name: str) -> str:
-    return name.replace(".", "_")
+def _names(xs: Sequence[str]) -> str:
+    return ", ".join(repr(x) for x in xs)
+
+
+def step_as_python(s: Step) -> str:
+    k = s.kind
+    h = f"s[{getattr(s, 'stage', '')!r}]"
+    if k == "split":
+        arg = f"factor={s.factor}" if s.factor is not None else f"nparts={s.nparts}"
+        return f"{h}.split({s.loop!r}, {arg})"
+    if k == "fuse":
+        return f"{h}.fuse({_names(s.loops)})"
+    if k == "reorder":
+        return f"{h}.reorder({_names(s.order)})"
+    if k == "tile":
+        return f"{h}.tile({s.x!r}, {s.y!r}, {s.x_factor}, {s.y_factor})"
+    if k == "annotate":
+        return f"{h}.{s.annotation}({s.loop!r})"
+    if k == "bind":
+        return f"{h}.bind({s.loop!r}, {s.thread!r})"
+    if k == "cache_read":
+        return f"s.cache_read({s.tensor!r}, {s.scope!r}, [{_names(s.readers)}])"
+    if k == "cache_write":
+        return f"s.cache_write({s.tensor!r}, {s.scope!r})"
+    if k == "compute_at":
+        return f"{h}.compute_at(s[{s.target!r}], {s.loop!r})"
+    if k == "compute_inline":
+        return f"{h}.compute_inline()"
+    if k == "compute_root":
+        return f"{h}.compute_root()"
+    if k == "rfactor":
+        return f"s.rfactor({s.stage!r}, {s.loop!r}, factor_axis={s.factor_axis})"
+    if k == "pragma":
+        return f"{h}.pragma({s.loop!r}, {s.key!r}, {s.value})"
+    return f"# {s.describe()}"
 
 
 def steps_as_python(steps: Sequence[Step]) -> str:
-    lines = []
-    for s in steps:
-        k = s.kind
-        if k == "split":
-            arg = f"factor={s.factor}" if s.factor is not None else f"nparts={s.nparts}"
-            lines.append(f"{_v(s.loop)}_outer, {_v(s.loop)}_inner = s[{s.stage!r}].split({_v(s.loop)}, {arg})")
-        elif k == "fuse":
-            lines.append(f"fused = s[{s.stage!r}].fuse({', '.join(_v(x) for x in s.loops)})")
-        elif k == "reorder":
-            lines.append(f"s[{s.stage!r}].reorder({', '.join(_v(x) for x in s.order)})")
-        elif k == "tile":
-            lines.append(f"s[{s.stage!r}].tile({_v(s.x)}, {_v(s.y)}, {s.x_factor}, {s.y_factor})")
-        elif k == "annotate":
-            lines.append(f"s[{s.stage!r}].{s.annotation}({_v(s.loop)})")
-        elif k == "bind":
-            lines.append(f"s[{s.stage!r}].bind({_v(s.loop)}, {s.thread!r})")
-        elif k == "cache_read":
-            lines.append(f"s.cache_read({s.tensor!r}, {s.scope!r}, {list(s.readers)!r})")
-        elif k == "cache_write":
-            lines.append(f"s.cache_write({s.tensor!r}, {s.scope!r})")
-        elif k == "compute_at":
-            lines.append(f"s[{s.stage!r}].compute_at(s[{s.target!r}], {_v(s.loop)})")
-        elif k == "compute_inline":
-            lines.append(f"s[{s.stage!r}].compute_inline()")
-        elif k == "compute_root":
-            lines.append(f"s[{s.stage!r}].compute_root()")
-        elif k == "rfactor":
-            lines.append(f"s.rfactor({s.stage!r}, {_v(s.loop)}, factor_axis={s.factor_axis})")
-        elif k == "pragma":
-            lines.append(f"s[{s.stage!r}].pragma({_v(s.loop)}, {s.key!r}, {s.value})")
-        else:
-            lines.append(f"# {s.describe()}")
-    return "\n".join(lines)
+    return "\n".join(step_as_python(s) for s in steps)

@@ -33,15 +33,34 @@ class _Err(Exception):
 
 
 def apply_step(state: State, step: Step, index: int) -> Tensor | None:
-    """Apply `step` (the `index`-th of its schedule) to `state`."""
+    """Apply `step` (the `index`-th of its schedule) to `state`.
+
+    A step is all or nothing: if it is refused (a tile whose second split fails, say) the state is
+    restored to what it was, so the state always equals the replay of the recorded steps."""
+    fn = _APPLY.get(type(step))
+    if fn is None:
+        raise ScheduleError(f"step {index}: not a schedule step: {step!r}")
+    snap = state.snapshot()
     try:
-        fn = _APPLY[type(step)]
         return fn(state, step)
-    except _Err as exc:
-        stage = getattr(step, "stage", None) or getattr(step, "tensor", "?")
-        loop = getattr(step, "loop", None)
-        where = f"stage {stage!r}" + (f", loop {loop!r}" if loop else "")
-        raise ScheduleError(f"step {index} ({step.kind}, {where}): {exc}") from None
+    except BaseException as exc:
+        state.restore(snap)
+        if not isinstance(exc, _Err):
+            raise
+        raise ScheduleError(f"step {index} ({step.kind}, {_where(step)}): {exc}") from None
+
+
+def _where(step: Step) -> str:
+    """The stage and loop(s) a step is about, for its error messages."""
+    stage = getattr(step, "stage", None) or getattr(step, "tensor", "?")
+    where = f"stage {stage!r}"
+    if getattr(step, "loop", None):
+        where += f", loop {step.loop!r}"
+    elif isinstance(step, TileStep):
+        where += f", loops {step.x!r}, {step.y!r}"
+    elif isinstance(step, FuseStep | ReorderStep):
+        where += f", loops {list(getattr(step, 'loops', None) or step.order)!r}"
+    return where
 
 
 def _stage(state: State, name: str) -> Stage:
@@ -84,17 +103,25 @@ def _split(state: State, s: SplitStep) -> None:
         _positive_int(s.factor, "split factor")
     else:
         _positive_int(s.nparts, "split nparts")
+    _check_unannotated(st, lp.name)
     outer = Loop(f"{lp.name}.outer", lp.kind, Var(f"{lp.name}.outer"))
     inner = Loop(f"{lp.name}.inner", lp.kind, Var(f"{lp.name}.inner"))
     st.relations.append(Split(lp, outer, inner, s.factor, s.nparts))
     k = st.leaf_loops.index(lp)
     st.leaf_loops[k:k + 1] = [outer, inner]
-    _move_annotation(st, lp.name, None)
 
 
-def _move_annotation(st: Stage, old: str, new: str | None) -> None:
-    if old in st.annotations:
-        raise _Err(f"loop {old!r} is annotated {st.annotations[old]!r}; transform loops before annotating them")
+def _check_unannotated(st: Stage, name: str) -> None:
+    """Annotations, bindings and pragmas name a loop, so that loop must not be split or fused away."""
+    how = None
+    if name in st.annotations:
+        how = f"annotated {st.annotations[name]!r}"
+    elif name in st.bindings:
+        how = f"bound to {st.bindings[name]!r}"
+    elif any(k.split("@", 1)[1] == name for k in st.pragmas):
+        how = "given a pragma"
+    if how is not None:
+        raise _Err(f"loop {name!r} is {how}; transform loops before annotating them")
 
 
 def _fuse(state: State, s: FuseStep) -> None:
@@ -111,7 +138,7 @@ def _fuse(state: State, s: FuseStep) -> None:
     if len(kinds) != 1:
         raise _Err("cannot fuse a spatial loop with a reduction loop")
     for lp in loops:
-        _move_annotation(st, lp.name, None)
+        _check_unannotated(st, lp.name)
     cur = loops[0]
     for nxt in loops[1:]:
         name = f"{cur.name}.{nxt.name}.fused"
@@ -238,6 +265,11 @@ def _compute_at(state: State, s: ComputeAtStep) -> None:
     if target.attach == ("inline",):
         raise _Err(f"target stage {target.name!r} is inlined")
     _leaf(target, s.loop)
+    cur = target
+    while cur.attach[0] == "at":  # the target's own placement must not lead back to this stage
+        if cur.attach[1] == st.name:
+            raise _Err(f"compute_at would form a cycle: {cur.name!r} is computed at {st.name!r}")
+        cur = state.stage(cur.attach[1])
     st.attach = ("at", target.name, s.loop)
 
 
@@ -286,10 +318,7 @@ def _rfactor(state: State, s: RfactorStep) -> Tensor:
     if lp.kind != "reduce":
         raise _Err(f"loop {lp.name!r} is not a reduction loop")
     nsp = len(st.op.axis)
-    if any(r.parent.name in {x.name for x in st.root_loops[:nsp]} for r in st.relations if isinstance(r, Split)) \
-            or any(r.outer.kind == "spatial" for r in st.relations if isinstance(r, Fuse)) \
-            or st.annotations or st.attach != ("root",):
-        raise _Err("rfactor must come before transforms of the spatial loops of the stage")
+    _check_rfactor_order(st, nsp)
     if not 0 <= s.factor_axis <= nsp:
         raise _Err(f"factor_axis {s.factor_axis} out of range [0, {nsp}]")
     ext = _reduce_extents(st)
@@ -301,8 +330,9 @@ def _rfactor(state: State, s: RfactorStep) -> Tensor:
     root_ext = {x.name: ax.extent for x, ax in zip(st.root_loops[:nsp], op.axis)}
     root_ext.update({x.name: ax.extent for x, ax in zip(roots, op.reduce_axis)})
     exprs, guards = leaf_expressions(st, root_ext)
-    new_spatial = IterVar(lp.name.replace(".", "_"), ext[lp.name], "spatial")
-    others = [IterVar(x.name.replace(".", "_"), ext[x.name], "reduce") for x in red_leaves if x is not lp]
+    taken = {ax.name for ax in op.axis}
+    new_spatial = IterVar(_fresh_axis_name(lp.name, taken), ext[lp.name], "spatial")
+    others = [IterVar(_fresh_axis_name(x.name, taken), ext[x.name], "reduce") for x in red_leaves if x is not lp]
     var_of = {id(x.var): (new_spatial if x is lp else others[[y for y in red_leaves if y is not lp].index(x)])
               for x in red_leaves}
     mapping = {ax: substitute(exprs[root.name], {v: var_of[id(v)] for v in _vars_of(exprs[root.name])})
@@ -332,6 +362,33 @@ def _rfactor(state: State, s: RfactorStep) -> Tensor:
     state.tensors[name] = rf_t
     state.tensors[op.name] = Tensor(new_op, new_op.shape, new_op.dtype)
     return rf_t
+
+
+def _check_rfactor_order(st: Stage, nsp: int) -> None:
+    """rfactor rebuilds the stage from its axes, keeping only the splits and fuses of its reduction
+    loops; anything else done to the stage before would be dropped silently, so it is refused."""
+    marks = list(st.annotations) + list(st.bindings) + [k.split("@", 1)[1] for k in st.pragmas]
+    if marks:
+        raise _Err(f"rfactor must come before annotating the stage's loops (loop {marks[0]!r} is annotated)")
+    if any(r.parent.kind == "spatial" for r in st.relations if isinstance(r, Split)) or \
+            any(r.outer.kind == "spatial" for r in st.relations if isinstance(r, Fuse)):
+        raise _Err("rfactor must come before splitting or fusing the stage's spatial loops")
+    if st.leaf_loops[:nsp] != st.root_loops[:nsp]:
+        raise _Err("rfactor must come before reordering the stage's spatial loops")
+    if st.attach != ("root",):
+        raise _Err("rfactor must come before compute_at or compute_inline of the stage")
+
+
+def _fresh_axis_name(loop: str, taken: set[str]) -> str:
+    """An axis name for loop `k.inner` (`k_inner`) that no other axis of the new op has (loops are
+    looked up by name, so two axes of one stage must never share one)."""
+    base = loop.replace(".", "_")
+    name, k = base, 1
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    taken.add(name)
+    return name
 
 
 def _vars_of(e) -> list[Var]:

@@ -11,7 +11,9 @@ _OPS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod":
 
 def format_expr(e: Expr) -> str:
     if isinstance(e, Const):
-        return repr(e.value) if e.dtype in ("int32", "int64", "bool") else f"{e.value!r}f"
+        if e.dtype in ("int32", "int64", "bool"):
+            return repr(e.value)
+        return repr(float(e.value)) + ("" if e.dtype == "float64" else "f")
     if isinstance(e, Var):
         return e.name
     if isinstance(e, Load):

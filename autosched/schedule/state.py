@@ -93,6 +93,9 @@ def make_stage(name: str, op: ComputeOp | PlaceholderOp, scope: str = "global",
     st = Stage(name, op, scope)
     if isinstance(op, ComputeOp):
         for ax in list(op.axis) + list(op.reduce_axis):
+            if any(lp.name == ax.name for lp in st.root_loops):
+                raise ScheduleError(f"stage {name!r} has two axes named {ax.name!r}; steps name loops, so the "
+                                    "axes of one compute need distinct names")
             st.root_loops.append(Loop(ax.name, ax.kind, Var(ax.name)))
             st.axis_ids.add(id(ax))
     st.leaf_loops = list(st.root_loops)
@@ -114,6 +117,31 @@ class State:
             st.is_output = t.name in outputs
             self.stages.append(st)
             self.tensors[t.name] = t
+
+    def snapshot(self) -> tuple:
+        """Everything a step may change, to `restore` when the step is refused halfway."""
+        per_stage = [(st, st.op, st.scope, list(st.leaf_loops), list(st.relations), dict(st.annotations),
+                      dict(st.bindings), st.attach, dict(st.pragmas), set(st.axis_ids), st.is_output)
+                     for st in self.stages]
+        return list(self.stages), dict(self.tensors), per_stage
+
+    def restore(self, snap: tuple) -> None:
+        stages, tensors, per_stage = snap
+        self.stages[:] = stages
+        self.tensors.clear()
+        self.tensors.update(tensors)
+        for st, op, scope, leaves, rels, ann, binds, attach, prag, ids, is_out in per_stage:
+            st.op, st.scope, st.attach, st.is_output = op, scope, attach, is_out
+            st.leaf_loops[:] = leaves
+            st.relations[:] = rels
+            st.annotations.clear()
+            st.annotations.update(ann)
+            st.bindings.clear()
+            st.bindings.update(binds)
+            st.pragmas.clear()
+            st.pragmas.update(prag)
+            st.axis_ids.clear()
+            st.axis_ids.update(ids)
 
     def stage(self, name: str) -> Stage:
         for st in self.stages:

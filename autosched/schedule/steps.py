@@ -6,18 +6,45 @@ list replayed on the same DAG gives the identical loop nest on any machine.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Any, ClassVar
 
 STEP_FORMAT_VERSION = 1
 THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z", "vthread")
 ANNOTATIONS = ("parallel", "vectorize", "unroll")
-PRAGMAS = ("auto_unroll_max_step",)
+# auto_unroll_max_step: all targets; num_warps / num_stages / swizzle (GROUP_M program order) /
+# allow_tf32: launch and precision options the triton target reads (cuda ignores them)
+PRAGMAS = ("auto_unroll_max_step", "num_warps", "num_stages", "swizzle", "allow_tf32")
 
 
 @dataclass(frozen=True)
 class Step:
     kind: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        """Check every field against its declared type (lists of names become tuples), so a step made
+        by the API and one read from JSON are validated alike and stay hashable."""
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if "tuple" in f.type:
+                if not isinstance(v, list | tuple) or not all(isinstance(x, str) for x in v):
+                    self._bad(f.name, "a list of names", v)
+                object.__setattr__(self, f.name, tuple(v))
+            elif f.type == "str" and not isinstance(v, str):
+                self._bad(f.name, "a string", v)
+            elif f.type == "int" or (f.type == "int | None" and v is not None):
+                n = _as_int(v)
+                if n is None:
+                    self._bad(f.name, "an integer" if f.type == "int" else "an integer or null", v)
+                object.__setattr__(self, f.name, n)  # numpy integers become plain ints (JSON)
+
+    def _bad(self, name: str, what: str, v: object) -> None:
+        from autosched.schedule.state import ScheduleError
+
+        stage = getattr(self, "stage", None) or getattr(self, "tensor", None)
+        where = f" of stage {stage!r}" if isinstance(stage, str) else ""
+        raise ScheduleError(f"step {self.kind!r}{where}: field {name!r} must be {what}, got {v!r}")
 
     def to_dict(self) -> dict[str, Any]:
         d = {"kind": self.kind, "v": STEP_FORMAT_VERSION}
@@ -144,28 +171,30 @@ def step_from_dict(d: dict[str, Any]) -> Step:
 
     if not isinstance(d, dict) or "kind" not in d:
         raise ScheduleError(f"malformed step {d!r}: expected an object with a 'kind'")
-    cls = STEP_TYPES.get(d["kind"])
+    kind = d["kind"]
+    cls = STEP_TYPES.get(kind) if isinstance(kind, str) else None
     if cls is None:
-        raise ScheduleError(f"unknown step kind {d['kind']!r}; known: {sorted(STEP_TYPES)}")
-    if d.get("v", STEP_FORMAT_VERSION) != STEP_FORMAT_VERSION:
-        raise ScheduleError(f"step format version {d.get('v')!r} is not supported (this build: {STEP_FORMAT_VERSION})")
-    kwargs = {}
-    for f in fields(cls):
-        if f.name not in d:
-            if f.default is not MISSING:  # optional field
-                continue
-            raise ScheduleError(f"step {d['kind']!r} lacks field {f.name!r}")
-        v = d[f.name]
-        if "tuple" in str(f.type):
-            if not isinstance(v, list | tuple) or not all(isinstance(x, str) for x in v):
-                raise ScheduleError(f"step {d['kind']!r}: field {f.name!r} must be a list of names")
-            v = tuple(v)
-        elif f.type in ("str",) and not isinstance(v, str):
-            raise ScheduleError(f"step {d['kind']!r}: field {f.name!r} must be a string")
-        elif f.type in ("int", "int | None") and v is not None and (not isinstance(v, int) or isinstance(v, bool)):
-            raise ScheduleError(f"step {d['kind']!r}: field {f.name!r} must be an integer")
-        kwargs[f.name] = v
-    extra = set(d) - {f.name for f in fields(cls)} - {"kind", "v"}
+        raise ScheduleError(f"unknown step kind {kind!r}; known: {sorted(STEP_TYPES)}")
+    v = d.get("v", STEP_FORMAT_VERSION)
+    if not _is_int(v) or v != STEP_FORMAT_VERSION:
+        raise ScheduleError(f"step format version {v!r} is not supported (this build: {STEP_FORMAT_VERSION})")
+    names = {f.name for f in fields(cls)}
+    extra = set(d) - names - {"kind", "v"}
     if extra:
-        raise ScheduleError(f"step {d['kind']!r}: unknown fields {sorted(extra)}")
+        raise ScheduleError(f"step {kind!r}: unknown fields {sorted(extra)}")
+    for f in fields(cls):
+        if f.name not in d and f.default is MISSING:
+            raise ScheduleError(f"step {kind!r} lacks field {f.name!r}")
+    kwargs = {k: v for k, v in d.items() if k in names}
     return cls(**kwargs)
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _as_int(v: object) -> int | None:
+    """`v` as a plain int (numpy integers welcome); None for floats, bools, strings."""
+    if isinstance(v, bool) or not hasattr(v, "__index__"):
+        return None
+    return operator.index(v)

@@ -56,7 +56,7 @@ class CandidateCache:
     def _make(self, config: tuple[int, ...]) -> Candidate:
         try:
             s = self.space.apply(config)
-            func = lower_state(s.state, self.args, self.target_kind)
+            func = lowered_for_features(s, self.args, self.target_kind)
         except ScheduleError as exc:
             return Candidate(config, "", "", np.zeros(N_FEATURES), str(exc))
         steps = s.steps_json()
@@ -66,13 +66,28 @@ class CandidateCache:
         return np.stack([self.get(c).features for c in configs]) if configs else np.zeros((0, N_FEATURES))
 
 
+def lowered_for_features(s: Schedule, args: list, target_kind: str):
+    """The loop nest features come from; on GPU targets the candidate is rendered too, so one that
+    breaks a device limit or the Triton mapping is refused here, before it is built or measured."""
+    if target_kind == "cpu":
+        return lower_state(s.state, args, target_kind)
+    from autosched.codegen.targets import renderer_for
+
+    try:
+        return renderer_for(target_kind)(s, args, "default_function")[1]
+    except ScheduleError:
+        raise
+    except (ValueError, KeyError, TypeError) as exc:  # a renderer's refusal of an odd schedule
+        raise ScheduleError(f"{target_kind}: {type(exc).__name__}: {exc}") from None
+
+
 def features_of_steps(workload: Workload, steps_json: str, target_kind: str = "cpu") -> np.ndarray | None:
     """Features of a stored record (for warm-starting the model), None if it no longer applies."""
     from autosched.schedule.steps import step_from_dict
 
     try:
         s = Schedule(workload.dag, [step_from_dict(x) for x in json.loads(steps_json)])
-        func = lower_state(s.state, [workload.dag[n] for n in workload.args_order], target_kind)
+        func = lowered_for_features(s, [workload.dag[n] for n in workload.args_order], target_kind)
     except (ScheduleError, ValueError, KeyError):
         return None
     return extract_features(func)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from autosched.measure.types import ErrorCode, MeasureInput, MeasureResult
-from autosched.schedule.space import SketchSpace
+from autosched.schedule.spaces import make_space
 from autosched.search.candidates import CandidateCache
 from autosched.search.registry import make_searcher
 from autosched.target import Target
@@ -79,7 +79,7 @@ class TaskTuner:
                  known: dict[str, float] | None = None, model=None,
                  on_batch: Callable[[TaskTuner], None] | None = None, space=None) -> None:
         self.workload, self.target, self.measurer, self.options = workload, target, measurer, options
-        self.space = space if space is not None else SketchSpace(workload.dag, target.kind)
+        self.space = space if space is not None else make_space(workload, target.kind)
         self.cands = CandidateCache(workload, self.space, target.kind)
         self.model = model if model is not None else make_cost_model(options.cost_model, options.seed)
         predictor = self._predict if self.model is not None else None

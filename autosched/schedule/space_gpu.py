@@ -1,0 +1,178 @@
+"""Search spaces for the GPU targets: sketch rules by op class, knobs as template holes.
+
+The op class comes from the DAG, as in the CPU sketch rules:
+- *gemm* (a reduction with data reuse: matmul, batch_matmul, dense, conv2d): on cuda,
+  multi-level tiling with thread binding, SSSRRSRS-like (block / thread / register levels per
+  spatial axis, shared-memory stage and register levels per reduction axis) with cooperative
+  fetch; on triton, BLOCK_M/N/K, num_warps, num_stages and the GROUP_M program order;
+- *rowwise* (an element-wise output fed by row reductions: softmax, layernorm): on triton, rows
+  per program, the row chunk (whole row or a loop over chunks) and warps; on cuda a correct
+  one-thread-per-row fallback;
+- *reduce* (a reduction output without reuse) and *elementwise* (gelu, bias+relu): blocked.
+Validity predicates drop configs that break the device limits (threads per block, register
+tile, shared memory for Triton's pipeline stages) before anything is built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from autosched.schedule import gpu_templates as gt
+from autosched.schedule.knobs import Config
+from autosched.schedule.space import has_reuse
+from autosched.schedule.template import TemplateSpace
+from autosched.te.dag import ComputeDAG
+from autosched.workload import Workload
+
+SMEM_BYTES = 227 * 1024
+_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
+
+
+def op_class(dag: ComputeDAG) -> str:
+    out = dag.outputs[0]
+    if any(has_reuse(t.op) for t in dag.computes):
+        return "gemm"
+    if out.op.reduce_axis:
+        return "reduce"
+    if any(t.op.reduce_axis for t in dag.computes):
+        return "rowwise"
+    return "elementwise"
+
+
+def _divides(n: int, choices) -> list[int]:
+    return [c for c in choices if n % c == 0] or [1]
+
+
+def _pow2_upto(n: int, choices) -> list[int]:
+    return [c for c in choices if c <= max(n, min(choices))] or [min(choices)]
+
+
+# ---- cuda --------------------------------------------------------------------------------------
+
+
+def _cuda_gemm(dag: ComputeDAG):
+    out = dag.outputs[0].op
+    red = next(t.op for t in reversed(dag.computes) if t.op.reduce_axis)
+    sp = [a.extent for a in out.axis]
+    rk = [a.extent for a in red.reduce_axis]
+
+    def tmpl(cfg, s, tensors) -> None:
+        for d, n in enumerate(sp):
+            pairs = [(t, i) for t in (1, 2, 4, 8, 16, 32) for i in (1, 2, 4, 8) if n % (t * i) == 0]
+            cfg.define_knob(f"tile{d}", pairs or [(1, 1)])
+        for r, n in enumerate(rk):
+            cfg.define_knob(f"rk{r}", _divides(n, (1, 2, 4, 8, 16, 32)))
+        gt.cuda_gemm(s, [cfg[f"tile{d}"][0] for d in range(len(sp))], [cfg[f"tile{d}"][1] for d in range(len(sp))],
+                     [cfg[f"rk{r}"] for r in range(len(rk))])
+
+    def valid(values: dict) -> bool:
+        threads = regs = 1
+        for d in range(len(sp)):
+            t, i = values[f"tile{d}"]
+            threads, regs = threads * t, regs * i
+        return 32 <= threads <= 1024 and regs <= 128
+
+    return tmpl, valid
+
+
+def _cuda_elementwise(dag: ComputeDAG):
+    def tmpl(cfg, s, tensors) -> None:
+        cfg.define_knob("threads", (128, 256, 512, 1024))
+        cfg.define_knob("per_thread", (1, 2, 4, 8))
+        gt.cuda_elementwise(s, cfg["threads"], cfg["per_thread"])
+
+    return tmpl, None
+
+
+def _cuda_rows(dag: ComputeDAG):
+    def tmpl(cfg, s, tensors) -> None:
+        cfg.define_knob("threads", (32, 64, 128, 256))
+        gt.cuda_rows(s, cfg["threads"])
+
+    return tmpl, None
+
+
+# ---- triton ------------------------------------------------------------------------------------
+
+
+def _triton_gemm(dag: ComputeDAG):
+    out = dag.outputs[0].op
+    red = next(t for t in reversed(dag.computes) if t.op.reduce_axis)
+    m, n = out.axis[-2].extent, out.axis[-1].extent
+    k = 1
+    for a in red.op.reduce_axis:
+        k *= a.extent
+    nbytes = max(_BYTES.get(t.dtype, 4) for t in red.op.input_tensors())
+
+    def tmpl(cfg, s, tensors) -> None:
+        cfg.define_knob("bm", _pow2_upto(m, (32, 64, 128, 256)))
+        cfg.define_knob("bn", _pow2_upto(n, (32, 64, 128, 256)))
+        cfg.define_knob("bk", _pow2_upto(k, (16, 32, 64, 128)))
+        cfg.define_knob("group_m", (1, 8))
+        cfg.define_knob("num_warps", (4, 8))
+        cfg.define_knob("num_stages", (2, 3, 4, 5))
+        gt.triton_gemm(s, cfg["bm"], cfg["bn"], cfg["bk"], cfg["group_m"], cfg["num_warps"], cfg["num_stages"])
+
+    def valid(v: dict) -> bool:
+        smem = v["num_stages"] * (v["bm"] * v["bk"] + v["bk"] * v["bn"]) * nbytes
+        acc_regs = v["bm"] * v["bn"] // (32 * v["num_warps"])
+        return smem <= SMEM_BYTES and acc_regs <= 256
+
+    return tmpl, valid
+
+
+def _triton_rowwise(dag: ComputeDAG):
+    n = dag.outputs[0].op.axis[-1].extent
+
+    def tmpl(cfg, s, tensors) -> None:
+        cfg.define_knob("rows", (1, 2, 4))
+        cfg.define_knob("block_n", tuple(c for c in (0, 512, 1024, 2048) if c < n))
+        cfg.define_knob("num_warps", (4, 8, 16))
+        gt.triton_rowwise(s, cfg["rows"], cfg["block_n"] or None, cfg["num_warps"])
+
+    def valid(v: dict) -> bool:
+        cols = v["block_n"] or n
+        return v["rows"] * cols <= 16384
+
+    return tmpl, valid
+
+
+def _triton_elementwise(dag: ComputeDAG):
+    def tmpl(cfg, s, tensors) -> None:
+        cfg.define_knob("block", (512, 1024, 2048, 4096, 8192))
+        cfg.define_knob("num_warps", (4, 8, 16))
+        gt.triton_elementwise(s, cfg["block"], cfg["num_warps"])
+
+    return tmpl, None
+
+
+def _triton_reduce(dag: ComputeDAG):
+    def tmpl(cfg, s, tensors) -> None:
+        cfg.define_knob("rows", (1, 4, 16))
+        cfg.define_knob("block_k", (256, 1024, 4096))
+        cfg.define_knob("num_warps", (4, 8))
+        gt.triton_reduce(s, cfg["rows"], cfg["block_k"], cfg["num_warps"])
+
+    return tmpl, None
+
+
+RULES: dict[tuple[str, str], Callable] = {
+    ("cuda", "gemm"): _cuda_gemm, ("cuda", "elementwise"): _cuda_elementwise, ("cuda", "rowwise"): _cuda_rows,
+    ("cuda", "reduce"): _cuda_rows, ("triton", "gemm"): _triton_gemm, ("triton", "rowwise"): _triton_rowwise,
+    ("triton", "elementwise"): _triton_elementwise, ("triton", "reduce"): _triton_reduce,
+}
+
+
+def gpu_space(workload: Workload, kind: str) -> TemplateSpace:
+    """The search space of `workload` on GPU target `kind` ("cuda" or "triton")."""
+    dag = workload.dag
+    tmpl, valid = RULES[(kind, op_class(dag))](dag)
+    space = TemplateSpace(dag, tmpl, workload.args_order)
+    if valid is not None:
+        cs = space.space
+
+        def is_valid(config: Config) -> bool:
+            return valid(cs.values(config))
+
+        space.space = cs.with_validity(is_valid)
+    return space

@@ -1,0 +1,140 @@
+"""Job routes: submit, list, inspect, cancel, and the tuning curve (JSON or PNG)."""
+
+from __future__ import annotations
+
+import math
+import tempfile
+import threading
+from pathlib import Path
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, HTTPException, Query, Response
+from fastapi import Path as PathParam
+from sqlalchemy import func, select
+
+from autosched.service.deps import Reader, ServiceState, Svc, Writer
+from autosched.service.schemas import CurveOut, JobCreate, JobList, JobOut, Problem, gflops
+from autosched.service.workloads import build_workload
+from autosched.target import Target
+from autosched.tuning import register
+from tuning_db.models import records_table
+from tuning_db.types import JobInfo, JobState
+
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+JobId = Annotated[str, PathParam(min_length=1, max_length=36, pattern=r"^[A-Za-z0-9-]+$")]
+_PLOT_LOCK = threading.Lock()  # pyplot keeps global state
+
+
+def _job_out(svc: ServiceState, job: JobInfo, records: int | None = None) -> JobOut:
+    info = svc.workload(job.workload_key)
+    flops = info.flops if info else 0.0
+    req = job.request
+    best = job.best_median
+    return JobOut(
+        id=job.id, state=job.state, workload_key=job.workload_key, workload_name=info.name if info else "?",
+        target=job.target_key, trials=int(req.get("trials", 0)), trials_done=job.trials_done, records=records,
+        best_median_ms=best * 1e3 if best else None,
+        best_gflops=gflops(flops, best) if best and flops else None,
+        searcher=str(req.get("searcher", "")), cost_model=str(req.get("cost_model", "")),
+        priority=int(req.get("priority", 0)), owner=job.owner, error=job.error,
+        created=job.created, updated=job.updated)
+
+
+def _get(svc: ServiceState, job_id: str) -> JobInfo:
+    job = svc.db.get_job(job_id)
+    if job is None:
+        raise HTTPException(404, f"no job with id {job_id!r}")
+    return job
+
+
+@router.post("", status_code=201, response_model=JobOut,
+             responses={401: {"model": Problem}, 403: {"model": Problem}, 422: {"model": Problem}})
+def submit_job(body: JobCreate, owner: Writer, svc: Svc) -> JobOut:
+    """Queue a tuning job; it runs on the cluster (or local workers) as slots free up."""
+    s = svc.settings
+    if body.trials > s.max_trials:
+        raise HTTPException(422, f"trials={body.trials} is over this server's limit of {s.max_trials}")
+    if body.batch_size > s.max_batch_size:
+        raise HTTPException(422, f"batch_size={body.batch_size} is over this server's limit of {s.max_batch_size}")
+    target = Target.parse(body.target)  # ValueError -> 422 naming the known targets
+    w = build_workload(body.workload, s)
+    register(svc.db, w, target)
+    request = body.model_dump(exclude={"workload"})
+    request["workload"] = body.workload.model_dump()
+    job = svc.db.create_job(w.key, target.key, request=request, owner=owner)
+    svc.manager.wake()
+    return _job_out(svc, job)
+
+
+@router.get("", response_model=JobList)
+def list_jobs(svc: Svc, _: Reader,
+              state_: Annotated[Literal["queued", "running", "done", "failed", "cancelled"] | None,
+                                Query(alias="state")] = None,
+              limit: Annotated[int, Query(ge=1, le=10_000)] = 200) -> JobList:
+    """Jobs, newest first."""
+    jobs = svc.db.list_jobs(state_)[::-1][: min(limit, svc.settings.max_list)]
+    return JobList(jobs=[_job_out(svc, j) for j in jobs])
+
+
+def _job_records(svc: ServiceState, job_id: str) -> list[tuple[float | None, int]]:
+    r = records_table.c
+    stmt = select(r.median, r.error_code).where(r.job_id == job_id).order_by(r.id)
+    with svc.db.engine.connect() as conn:
+        return [(m, e) for m, e in conn.execute(stmt)]
+
+
+def _count_records(svc: ServiceState, job_id: str) -> int:
+    stmt = select(func.count()).select_from(records_table).where(records_table.c.job_id == job_id)
+    with svc.db.engine.connect() as conn:
+        return int(conn.execute(stmt).scalar_one())
+
+
+@router.get("/{job_id}", response_model=JobOut, responses={404: {"model": Problem}})
+def get_job(job_id: JobId, svc: Svc, _: Reader) -> JobOut:
+    """State, trials done, best so far, error, and how many measurements the job stored."""
+    return _job_out(svc, _get(svc, job_id), _count_records(svc, job_id))
+
+
+@router.delete("/{job_id}", response_model=JobOut, responses={404: {"model": Problem}, 409: {"model": Problem}})
+def cancel_job(job_id: JobId, _: Writer, svc: Svc) -> JobOut:
+    """Cancel a queued or running job (a running one stops after its current batch)."""
+    job = _get(svc, job_id)
+    if job.finished:
+        raise HTTPException(409, f"job {job_id} is already {job.state}")
+    try:
+        job = svc.db.update_job(job_id, state=JobState.CANCELLED, error="cancelled by request")
+    except ValueError as exc:  # it finished meanwhile
+        raise HTTPException(409, str(exc)) from None
+    svc.manager.wake()
+    return _job_out(svc, job)
+
+
+def curve_points(svc: ServiceState, job: JobInfo) -> list[tuple[int, float]]:
+    """(measurements so far, best GFLOP/s so far) over the job's records in insertion order."""
+    info = svc.workload(job.workload_key)
+    flops = info.flops if info else 0.0
+    best, pts = math.inf, []
+    for n, (median, err) in enumerate(_job_records(svc, job.id), 1):
+        if err == 0 and median:
+            best = min(best, median)
+        pts.append((n, gflops(flops, best) if math.isfinite(best) and flops else 0.0))
+    return pts
+
+
+@router.get("/{job_id}/curve", response_model=CurveOut,
+            responses={200: {"content": {"image/png": {}}}, 404: {"model": Problem}})
+def job_curve(job_id: JobId, svc: Svc, _: Reader,
+              format: Literal["json", "png"] = "json") -> CurveOut | Response:  # noqa: A002  the query name
+    """The tuning curve; `?format=png` draws it with matplotlib."""
+    job = _get(svc, job_id)
+    info = svc.workload(job.workload_key)
+    name = info.name if info else job.workload_key[:12]
+    pts = curve_points(svc, job)
+    if format == "json":
+        return CurveOut(job_id=job.id, workload_name=name, points=pts)
+    from autosched.tuning import plot_curves
+
+    with _PLOT_LOCK, tempfile.TemporaryDirectory() as tmp:
+        path = plot_curves({name: pts}, Path(tmp) / "curve.png", title=f"job {job.id[:8]}: {name}")
+        data = path.read_bytes()
+    return Response(data, media_type="image/png")

@@ -1,0 +1,46 @@
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+static int asc_error = 0;
+static inline float asc_f16_to_f32(uint16_t h) { _Float16 f; memcpy(&f, &h, 2); return (float)f; }
+static inline uint16_t asc_f32_to_f16(float x) { _Float16 f = (_Float16)x; uint16_t h; memcpy(&h, &f, 2); return h; }
+static inline float asc_round_f16(float x) { return (float)(_Float16)x; }
+static inline float asc_bf16_to_f32(uint16_t h) { uint32_t u = (uint32_t)h << 16; float f; memcpy(&f, &u, 4); return f; }
+static inline uint16_t asc_f32_to_bf16(float x) {
+  uint32_t u; memcpy(&u, &x, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u); return (uint16_t)(u >> 16);
+}
+static inline float asc_round_bf16(float x) { return asc_bf16_to_f32(asc_f32_to_bf16(x)); }
+static inline int32_t asc_floordiv_int32(int32_t a, int32_t b) { int32_t q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
+static inline int32_t asc_mod_int32(int32_t a, int32_t b) { int32_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+static inline int64_t asc_floordiv_int64(int64_t a, int64_t b) { int64_t q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
+static inline int64_t asc_mod_int64(int64_t a, int64_t b) { int64_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+typedef float asc_f32x16 __attribute__((vector_size(64)));
+typedef double asc_f64x8 __attribute__((vector_size(64)));
+static inline asc_f32x16 asc_ld_asc_f32x16(const float* p) { asc_f32x16 v; __builtin_memcpy(&v, p, 64); return v; }
+static inline void asc_st_asc_f32x16(float* p, asc_f32x16 v) { __builtin_memcpy(p, &v, 64); }
+static inline asc_f64x8 asc_ld_asc_f64x8(const double* p) { asc_f64x8 v; __builtin_memcpy(&v, p, 64); return v; }
+static inline void asc_st_asc_f64x8(double* p, asc_f64x8 v) { __builtin_memcpy(p, &v, 64); }
+__attribute__((visibility("default"))) int default_function(float* restrict data, float* restrict kernel, float* restrict conv) {
+  asc_error = 0;
+  for (int32_t n = 0; n < 1; ++n) {
+    #pragma omp parallel for schedule(static)
+    for (int32_t f = 0; f < 4; ++f) {
+      for (int32_t y = 0; y < 10; ++y) {
+        for (int32_t x = 0; x < 10; ++x) {
+          conv[((((n * 400) + (f * 100)) + (y * 10)) + x)] = 0.0f;
+          for (int32_t rc = 0; rc < 3; ++rc) {
+            for (int32_t ry = 0; ry < 3; ++ry) {
+              for (int32_t rx = 0; rx < 3; ++rx) {
+                conv[((((n * 400) + (f * 100)) + (y * 10)) + x)] = (conv[((((n * 400) + (f * 100)) + (y * 10)) + x)] + (((((((y + ry) >= 1) && ((y + ry) < 11)) && ((x + rx) >= 1)) && ((x + rx) < 11)) ? data[(((((((n * 300) + (rc * 100)) + (y * 10)) + (ry * 10)) + x) + rx) - 11)] : 0.0f) * kernel[((((f * 27) + (rc * 9)) + (ry * 3)) + rx)]));
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return asc_error;
+}

@@ -1,0 +1,95 @@
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+static int asc_error = 0;
+static inline float asc_f16_to_f32(uint16_t h) { _Float16 f; memcpy(&f, &h, 2); return (float)f; }
+static inline uint16_t asc_f32_to_f16(float x) { _Float16 f = (_Float16)x; uint16_t h; memcpy(&h, &f, 2); return h; }
+static inline float asc_round_f16(float x) { return (float)(_Float16)x; }
+static inline float asc_bf16_to_f32(uint16_t h) { uint32_t u = (uint32_t)h << 16; float f; memcpy(&f, &u, 4); return f; }
+static inline uint16_t asc_f32_to_bf16(float x) {
+  uint32_t u; memcpy(&u, &x, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u); return (uint16_t)(u >> 16);
+}
+static inline float asc_round_bf16(float x) { return asc_bf16_to_f32(asc_f32_to_bf16(x)); }
+static inline int32_t asc_floordiv_int32(int32_t a, int32_t b) { int32_t q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
+static inline int32_t asc_mod_int32(int32_t a, int32_t b) { int32_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+static inline int64_t asc_floordiv_int64(int64_t a, int64_t b) { int64_t q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
+static inline int64_t asc_mod_int64(int64_t a, int64_t b) { int64_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+typedef float asc_f32x16 __attribute__((vector_size(64)));
+typedef double asc_f64x8 __attribute__((vector_size(64)));
+static inline asc_f32x16 asc_ld_asc_f32x16(const float* p) { asc_f32x16 v; __builtin_memcpy(&v, p, 64); return v; }
+static inline void asc_st_asc_f32x16(float* p, asc_f32x16 v) { __builtin_memcpy(p, &v, 64); }
+static inline asc_f64x8 asc_ld_asc_f64x8(const double* p) { asc_f64x8 v; __builtin_memcpy(&v, p, 64); return v; }
+static inline void asc_st_asc_f64x8(double* p, asc_f64x8 v) { __builtin_memcpy(p, &v, 64); }
+__attribute__((visibility("default"))) int default_function(float* restrict A, float* restrict B, float* restrict C) {
+  asc_error = 0;
+  #pragma omp parallel for schedule(static)
+  for (int32_t j_outer = 0; j_outer < 2; ++j_outer) {
+    {
+      float B_global[2048] __attribute__((aligned(64)));
+      for (int32_t ax0 = 0; ax0 < 64; ++ax0) {
+        for (int32_t ax1 = 0; ax1 < 32; ++ax1) {
+          B_global[((ax0 * 32) + ax1)] = B[(((ax0 * 64) + (j_outer * 32)) + ax1)];
+        }
+      }
+      for (int32_t i_outer = 0; i_outer < 8; ++i_outer) {
+        {
+          float C_local[256] __attribute__((aligned(64)));
+          asc_st_asc_f32x16(&C_local[0], ((asc_f32x16){0} + (0.0f)));
+          asc_st_asc_f32x16(&C_local[16], ((asc_f32x16){0} + (0.0f)));
+          asc_st_asc_f32x16(&C_local[32], ((asc_f32x16){0} + (0.0f)));
+          asc_st_asc_f32x16(&C_local[48], ((asc_f32x16){0} + (0.0f)));
+          asc_st_asc_f32x16(&C_local[64], ((asc_f32x16){0} + (0.0f)));
+          asc_st_asc_f32x16(&C_local[80], ((asc_f32x16){0} + (0.0f)));
+          asc_st_asc_f32x16(&C_local[96], ((asc_f32x16){0} + (0.0f)));
+          asc_st_asc_f32x16(&C_local[112], ((asc_f32x16){0} + (0.0f)));
+          asc_st_asc_f32x16(&C_local[128], ((asc_f32x16){0} + (0.0f)));
+          asc_st_asc_f32x16(&C_local[144], ((asc_f32x16){0} + (0.0f)));
+          asc_st_asc_f32x16(&C_local[160], ((asc_f32x16){0} + (0.0f)));
+          asc_st_asc_f32x16(&C_local[176], ((asc_f32x16){0} + (0.0f)));
+          asc_st_asc_f32x16(&C_local[192], ((asc_f32x16){0} + (0.0f)));
+          asc_st_asc_f32x16(&C_local[208], ((asc_f32x16){0} + (0.0f)));
+          asc_st_asc_f32x16(&C_local[224], ((asc_f32x16){0} + (0.0f)));
+          asc_st_asc_f32x16(&C_local[240], ((asc_f32x16){0} + (0.0f)));
+          for (int32_t k = 0; k < 64; ++k) {
+            asc_st_asc_f32x16(&C_local[0], (asc_ld_asc_f32x16(&C_local[0]) + (A[((i_outer * 512) + k)] * asc_ld_asc_f32x16(&B_global[(k * 32)]))));
+            asc_st_asc_f32x16(&C_local[16], (asc_ld_asc_f32x16(&C_local[16]) + (A[((i_outer * 512) + k)] * asc_ld_asc_f32x16(&B_global[((k * 32) + 16)]))));
+            asc_st_asc_f32x16(&C_local[32], (asc_ld_asc_f32x16(&C_local[32]) + (A[(((i_outer * 512) + k) + 64)] * asc_ld_asc_f32x16(&B_global[(k * 32)]))));
+            asc_st_asc_f32x16(&C_local[48], (asc_ld_asc_f32x16(&C_local[48]) + (A[(((i_outer * 512) + k) + 64)] * asc_ld_asc_f32x16(&B_global[((k * 32) + 16)]))));
+            asc_st_asc_f32x16(&C_local[64], (asc_ld_asc_f32x16(&C_local[64]) + (A[(((i_outer * 512) + k) + 128)] * asc_ld_asc_f32x16(&B_global[(k * 32)]))));
+            asc_st_asc_f32x16(&C_local[80], (asc_ld_asc_f32x16(&C_local[80]) + (A[(((i_outer * 512) + k) + 128)] * asc_ld_asc_f32x16(&B_global[((k * 32) + 16)]))));
+            asc_st_asc_f32x16(&C_local[96], (asc_ld_asc_f32x16(&C_local[96]) + (A[(((i_outer * 512) + k) + 192)] * asc_ld_asc_f32x16(&B_global[(k * 32)]))));
+            asc_st_asc_f32x16(&C_local[112], (asc_ld_asc_f32x16(&C_local[112]) + (A[(((i_outer * 512) + k) + 192)] * asc_ld_asc_f32x16(&B_global[((k * 32) + 16)]))));
+            asc_st_asc_f32x16(&C_local[128], (asc_ld_asc_f32x16(&C_local[128]) + (A[(((i_outer * 512) + k) + 256)] * asc_ld_asc_f32x16(&B_global[(k * 32)]))));
+            asc_st_asc_f32x16(&C_local[144], (asc_ld_asc_f32x16(&C_local[144]) + (A[(((i_outer * 512) + k) + 256)] * asc_ld_asc_f32x16(&B_global[((k * 32) + 16)]))));
+            asc_st_asc_f32x16(&C_local[160], (asc_ld_asc_f32x16(&C_local[160]) + (A[(((i_outer * 512) + k) + 320)] * asc_ld_asc_f32x16(&B_global[(k * 32)]))));
+            asc_st_asc_f32x16(&C_local[176], (asc_ld_asc_f32x16(&C_local[176]) + (A[(((i_outer * 512) + k) + 320)] * asc_ld_asc_f32x16(&B_global[((k * 32) + 16)]))));
+            asc_st_asc_f32x16(&C_local[192], (asc_ld_asc_f32x16(&C_local[192]) + (A[(((i_outer * 512) + k) + 384)] * asc_ld_asc_f32x16(&B_global[(k * 32)]))));
+            asc_st_asc_f32x16(&C_local[208], (asc_ld_asc_f32x16(&C_local[208]) + (A[(((i_outer * 512) + k) + 384)] * asc_ld_asc_f32x16(&B_global[((k * 32) + 16)]))));
+            asc_st_asc_f32x16(&C_local[224], (asc_ld_asc_f32x16(&C_local[224]) + (A[(((i_outer * 512) + k) + 448)] * asc_ld_asc_f32x16(&B_global[(k * 32)]))));
+            asc_st_asc_f32x16(&C_local[240], (asc_ld_asc_f32x16(&C_local[240]) + (A[(((i_outer * 512) + k) + 448)] * asc_ld_asc_f32x16(&B_global[((k * 32) + 16)]))));
+          }
+          asc_st_asc_f32x16(&C[((i_outer * 512) + (j_outer * 32))], asc_ld_asc_f32x16(&C_local[0]));
+          asc_st_asc_f32x16(&C[(((i_outer * 512) + (j_outer * 32)) + 16)], asc_ld_asc_f32x16(&C_local[16]));
+          asc_st_asc_f32x16(&C[(((i_outer * 512) + (j_outer * 32)) + 64)], asc_ld_asc_f32x16(&C_local[32]));
+          asc_st_asc_f32x16(&C[(((i_outer * 512) + (j_outer * 32)) + 80)], asc_ld_asc_f32x16(&C_local[48]));
+          asc_st_asc_f32x16(&C[(((i_outer * 512) + (j_outer * 32)) + 128)], asc_ld_asc_f32x16(&C_local[64]));
+          asc_st_asc_f32x16(&C[(((i_outer * 512) + (j_outer * 32)) + 144)], asc_ld_asc_f32x16(&C_local[80]));
+          asc_st_asc_f32x16(&C[(((i_outer * 512) + (j_outer * 32)) + 192)], asc_ld_asc_f32x16(&C_local[96]));
+          asc_st_asc_f32x16(&C[(((i_outer * 512) + (j_outer * 32)) + 208)], asc_ld_asc_f32x16(&C_local[112]));
+          asc_st_asc_f32x16(&C[(((i_outer * 512) + (j_outer * 32)) + 256)], asc_ld_asc_f32x16(&C_local[128]));
+          asc_st_asc_f32x16(&C[(((i_outer * 512) + (j_outer * 32)) + 272)], asc_ld_asc_f32x16(&C_local[144]));
+          asc_st_asc_f32x16(&C[(((i_outer * 512) + (j_outer * 32)) + 320)], asc_ld_asc_f32x16(&C_local[160]));
+          asc_st_asc_f32x16(&C[(((i_outer * 512) + (j_outer * 32)) + 336)], asc_ld_asc_f32x16(&C_local[176]));
+          asc_st_asc_f32x16(&C[(((i_outer * 512) + (j_outer * 32)) + 384)], asc_ld_asc_f32x16(&C_local[192]));
+          asc_st_asc_f32x16(&C[(((i_outer * 512) + (j_outer * 32)) + 400)], asc_ld_asc_f32x16(&C_local[208]));
+          asc_st_asc_f32x16(&C[(((i_outer * 512) + (j_outer * 32)) + 448)], asc_ld_asc_f32x16(&C_local[224]));
+          asc_st_asc_f32x16(&C[(((i_outer * 512) + (j_outer * 32)) + 464)], asc_ld_asc_f32x16(&C_local[240]));
+        }
+      }
+    }
+  }
+  return asc_error;
+}

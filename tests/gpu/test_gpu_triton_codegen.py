@@ -1,0 +1,100 @@
+"""The triton target without a GPU: kernels run by Triton's interpreter on torch CPU tensors
+against the numpy reference, ahead-of-time compile for sm_90, and refusals with a reason.
+
+(Triton 3.6's interpreter has no bfloat16 arithmetic, so bf16 kernels are AOT-compiled here and
+run on the device in the `gpu` tests.)"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from gpu_helpers import TRITON_CASES
+
+import autosched as asc
+from autosched.schedule import gpu_templates as gt
+from autosched.schedule.schedule import Schedule
+from autosched.schedule.state import ScheduleError
+from autosched.workload import Workload
+
+pytest.importorskip("triton")
+pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def interpreted() -> dict:
+    """Every TRITON_CASES kernel run once by the interpreter, in one subprocess (see helpers)."""
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    root = Path(__file__).resolve().parents[2]
+    env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")])
+    proc = subprocess.run([sys.executable, str(Path(__file__).parent / "gpu_helpers.py"), *sorted(TRITON_CASES)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
+    assert line is not None, proc.stderr[-3000:]
+    return json.loads(line[len("RESULT "):])
+
+
+@pytest.mark.parametrize("name", sorted(TRITON_CASES))
+def test_triton_kernel_matches_reference_interpreted(name, interpreted):
+    err = interpreted[name]
+    assert isinstance(err, float), err
+    assert err < (5e-3 if "fp16" in name else 1e-4)
+
+
+@pytest.mark.parametrize("name,dtype", [("matmul", "bfloat16"), ("matmul", "float32"), ("softmax", None),
+                                        ("layernorm", None)])
+def test_triton_kernels_compile_ahead_of_time_for_sm90(name, dtype):
+    from autosched.measure.gpu_compile import compile_triton
+
+    if name == "matmul":
+        s, args = gt.triton_matmul(256, 256, 128, bm=128, bn=128, bk=64, dtype=dtype)
+    else:
+        w = Workload.create(name, 64, 1024)
+        s, args = gt.triton_rowwise(Schedule(w.dag), 1, None, 4), w.tensors()
+    src, _ = asc.render(s, args, "triton")
+    d = compile_triton(src, aot=True)
+    meta = (d / "launch.json").read_text()
+    assert '"compiler": "triton"' in meta
+    if dtype == "bfloat16":
+        from autosched.measure.gpu_compile import load_triton_module, triton_compile
+
+        mod = load_triton_module(d / "kernel.py", src.entry)
+        ptx = triton_compile(getattr(mod, src.entry), src.launch).asm["ptx"]
+        assert "wgmma" in ptx or "mma" in ptx  # tensor cores, not FMA
+
+
+def test_dot_precision_is_explicit():
+    s, args = gt.triton_matmul(64, 64, 64, bm=32, bn=32, bk=32, dtype="float32")
+    code = asc.render(s, args, "triton")[0].code
+    assert 'input_precision="ieee"' in code
+    s["C"].pragma(s["C"].leaf_iter_vars[0], "allow_tf32", 1)
+    assert 'input_precision="tf32"' in asc.render(s, args, "triton")[0].code
+    s, args = gt.triton_matmul(64, 64, 64, bm=32, bn=32, bk=32, dtype="bfloat16")
+    code = asc.render(s, args, "triton")[0].code
+    assert "tl.dot(" in code and "input_precision" not in code and "tl.float32" in code
+
+
+def test_softmax_reads_each_row_once():
+    w = Workload.create("softmax", 64, 1024)
+    code = asc.render(gt.triton_rowwise(Schedule(w.dag), 1), w.tensors(), "triton")[0].code
+    assert code.count("tl.load(") == 1
+
+
+def test_thread_bindings_are_refused_with_a_reason():
+    w = Workload.create("gelu", 1024)
+    s = Schedule(w.dag)
+    o, i = s["out"].split("i0", factor=128)
+    s["out"].bind(o, "blockIdx.x")
+    s["out"].bind(i, "threadIdx.x")
+    with pytest.raises(ScheduleError, match="threadIdx.x does not exist in Triton"):
+        asc.render(s, w.tensors(), "triton")
+
+
+def test_stages_outside_the_output_are_refused():
+    w = Workload.create("softmax", 16, 64)
+    with pytest.raises(ScheduleError, match="triton target: one kernel computes one output"):
+        asc.render(Schedule(w.dag), w.tensors(), "triton")
