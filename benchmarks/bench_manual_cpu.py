@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 
-# the measurement sandbox runs kernels with spinning OpenMP workers (libgomp's sleeping workers cost
-# milliseconds a call on this VM); set it before any OpenMP runtime loads: torch's libgomp reads it too
-os.environ.setdefault("GOMP_SPINCOUNT", "10000000")
+# two OpenMP runtimes (ours and torch's) share 2 cores here: spinning workers of one steal the
+# cores from the other in interleaved rounds, so both wait passively (set before either runtime loads)
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 import argparse
 import sys
@@ -26,7 +26,7 @@ import autosched as asc  # noqa: E402
 from autosched.workload import Workload  # noqa: E402
 
 
-def matmul_schedule(w: Workload, mr: int = 8, nr: int = 32):
+def matmul_schedule(w: Workload, mr: int = 6, nr: int = 32):
     """Packed B panels (nr columns) and an mr x nr register tile; the classic CPU GEMM structure."""
     s = asc.create_schedule(w.dag)
     c = w.dag["C"]
@@ -50,8 +50,13 @@ def matmul_schedule(w: Workload, mr: int = 8, nr: int = 32):
     return s
 
 
-def row_schedule(w: Workload, out: str, producers: list[str], vector: int = 16):
-    """Row-wise ops (softmax, layernorm): reductions computed per row at the output's row loop."""
+def row_schedule(w: Workload, out: str, producers: list[str], vector: int = 16, rfactor: bool = True):
+    """Row-wise ops (softmax, layernorm): reductions computed per row at the output's row loop.
+
+    With `rfactor`, each row reduction is split into `vector` lanes that reduce independently
+    (a vectorized spatial loop) and a short final reduction over the lanes: vector max/sum
+    without reassociating floating point (no fast-math).
+    """
     s = asc.create_schedule(w.dag)
     o = s[out]
     i, j = o.op.axis
@@ -59,7 +64,18 @@ def row_schedule(w: Workload, out: str, producers: list[str], vector: int = 16):
     _, ji = o.split(j, factor=vector)
     o.vectorize(ji)
     for p in producers:
-        s[p].compute_at(o, i)
+        st = s[p]
+        if rfactor and st.op.reduce_axis:
+            _, ki = st.split(st.op.reduce_axis[0], factor=vector)
+            rf = s.rfactor(p, ki)
+            spatial = [a.name for a in s[rf].op.axis if a.name != ki.name.replace(".", "_")]
+            lane = ki.name.replace(".", "_")
+            s[rf].reorder(*spatial, *[a.name for a in s[rf].op.reduce_axis], lane)
+            s[rf].vectorize(lane)
+            s[rf].compute_at(o, i)
+        elif not st.op.reduce_axis:
+            st.vectorize(st.op.axis[-1])
+        st.compute_at(o, i)
     return s
 
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import os
 
-# the measurement sandbox runs kernels with spinning OpenMP workers (libgomp's sleeping workers cost
-# milliseconds a call on this VM); set it before any OpenMP runtime loads: torch's libgomp reads it too
-os.environ.setdefault("GOMP_SPINCOUNT", "10000000")
+# two OpenMP runtimes (ours and torch's) share 2 cores here: spinning workers of one steal the
+# cores from the other in interleaved rounds, so both wait passively (set before either runtime loads)
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 import argparse
 import json

@@ -35,8 +35,8 @@ def machine() -> dict:
     return info
 
 
-def interleaved(contenders: dict[str, Callable[[], object]], rounds: int = 15, min_batch_s: float = 0.05
-                ) -> dict[str, float]:
+def interleaved(contenders: dict[str, Callable[[], object]], rounds: int = 15, min_batch_s: float = 0.05,
+                settle_s: float = 0.2) -> dict[str, float]:
     """Median seconds per call of each contender, timed round-robin."""
     batch = {}
     for name, fn in contenders.items():
@@ -50,6 +50,10 @@ def interleaved(contenders: dict[str, Callable[[], object]], rounds: int = 15, m
     for _ in range(rounds):
         for name, fn in contenders.items():
             n = batch[name]
+            # untimed pause: the previous contender's thread pool (OpenBLAS, MKL, libgomp) may still be
+            # spinning on the 2 cores; let it go to sleep so it does not tax this contender
+            time.sleep(settle_s)
+            fn()
             t0 = time.perf_counter()
             for _ in range(n):
                 fn()
