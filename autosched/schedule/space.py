@@ -239,9 +239,24 @@ class SketchSpace:
         injective = not isinstance(t.op.body, Reduce)
         choices = ("inline", "at", "root") if injective else ("at", "root")
         loc = self._knob(f"{name}.location", choices, "location")
+        red = t.op.reduce_axis
+        lanes = None
+        if not injective and len(red) == 1 and red[0].extent % 16 == 0 and red[0].extent > 16:
+            # rfactor into 16 independent lanes: a vectorized row reduction without fast-math
+            lanes = self._knob(f"{name}.rfactor", (False, True), "flag")
 
         def act(s: Schedule, v: dict) -> None:
             where = v[loc]
+            if lanes is not None and v[lanes]:
+                _, ki = s[name].split(s[name].op.reduce_axis[0].name, factor=16)
+                rf = s.rfactor(name, ki.name)
+                lane = [a.name for a in s[rf.name].op.axis][0]
+                rest = [a.name for a in s[rf.name].op.axis][1:]
+                s[rf.name].reorder(*rest, *[a.name for a in s[rf.name].op.reduce_axis], lane)
+                s[rf.name].vectorize(lane)
+                if where == "at" and getattr(s, "_anchor", None) is not None:
+                    anchor, loop = s._anchor
+                    s[rf.name].compute_at(s[anchor], loop)
             if where == "inline":
                 s[name].compute_inline()
             elif where == "at" and getattr(s, "_anchor", None) is not None:
