@@ -138,7 +138,10 @@ def main() -> None:
         lines.append(f"Trained on {a.op}, ranking {q['transfer_to']}'s records: pairwise accuracy "
                      f"{q['transfer_pairwise_accuracy']:.3f}, top-5 recall {q['transfer_top5_recall']:.2f}.")
     write_results("search_efficiency", payload, "\n".join(lines) + "\n\n![curves](search_efficiency.png)",
-                  "Search efficiency of the searchers, with and without the cost model")
+                  "Search efficiency of the searchers, with and without the cost model",
+                  method=(f"Workload {a.op}{tuple(a.args)}, {a.trials} trials per run, {a.seeds} seeds per "
+                          "(searcher, model); runs share one database, so a schedule is measured once and looked "
+                          "up by later runs. Curves are means over seeds."))
     _ = math
 
 

@@ -61,12 +61,15 @@ def interleaved(contenders: dict[str, Callable[[], object]], rounds: int = 15, m
     return {n: float(np.median(v)) for n, v in samples.items()}
 
 
-def write_results(stem: str, payload: dict, table_md: str, title: str) -> None:
+METHOD_INTERLEAVED = ("Medians of interleaved rounds; our kernels write into a preallocated output, torch and "
+                      "numpy as noted.")
+
+
+def write_results(stem: str, payload: dict, table_md: str, title: str, method: str = METHOD_INTERLEAVED) -> None:
     DOCS.mkdir(exist_ok=True)
     (DOCS / f"{stem}.json").write_text(json.dumps(payload, indent=2, default=str) + "\n")
     m = payload.get("machine", {})
     head = (f"# {title}\n\nMeasured {m.get('date')} on {m.get('cpu')} ({m.get('cores')} cores), Python "
             f"{m.get('python')}, numpy {m.get('numpy')}, torch {m.get('torch', 'absent')}; load average at start "
-            f"{m.get('loadavg_at_start')}. Medians of interleaved rounds; our kernels write into a preallocated "
-            f"output, torch and numpy as noted.\n\n")
+            f"{m.get('loadavg_at_start')}. {method}\n\n")
     (DOCS / f"{stem}.md").write_text(head + table_md + "\n")
