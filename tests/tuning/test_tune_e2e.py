@@ -148,3 +148,30 @@ def test_template_errors_are_clear():
         TemplateSpace(w.dag, no_knobs, w.args_order)
     with pytest.raises(ScheduleError, match="before defining"):
         TemplateSpace(w.dag, reads_undefined, w.args_order)
+
+
+def test_sketch_rfactor_knob_gives_correct_row_reductions():
+    from autosched.schedule.space import SketchSpace
+    from autosched.schedule.state import ScheduleError
+
+    w = Workload.create("softmax", 8, 64)
+    sp = SketchSpace(w.dag)
+    assert "maxelem.rfactor" in sp.space.names and "expsum.rfactor" in sp.space.names
+    x = w.dag.random_inputs(2)
+    ref = w.dag.evaluate(x)["norm"]
+    built = 0
+    for cfg in sp.space.iter_configs():
+        v = sp.space.values(cfg)
+        if not (v["maxelem.rfactor"] and v["expsum.rfactor"]) or built >= 8:
+            continue
+        try:
+            s = sp.apply(cfg)
+            f = asc.build(s, [w.dag[n] for n in w.args_order])
+        except ScheduleError:
+            continue
+        assert any(st.kind == "rfactor" for st in s.steps)
+        out = np.empty((8, 64), "float32")
+        f(x["X"], out)
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-7)
+        built += 1
+    assert built >= 4
