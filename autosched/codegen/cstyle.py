@@ -18,6 +18,13 @@ _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "lt": "<", "le": "<=",
           "eq": "==", "ne": "!=", "and": "&&", "or": "||"}
 
 
+# storage and arithmetic types of the C family: half types are stored as bits, computed in float
+C_STORAGE_TYPES = {"float32": "float", "float64": "double", "float16": "uint16_t", "bfloat16": "uint16_t",
+                   "int32": "int32_t", "int64": "int64_t", "bool": "uint8_t"}
+C_COMPUTE_TYPES = {"float32": "float", "float64": "double", "float16": "float", "bfloat16": "float",
+                   "int32": "int32_t", "int64": "int64_t", "bool": "int"}
+
+
 @dataclass(frozen=True)
 class Dialect:
     """Spellings of one C-family language."""

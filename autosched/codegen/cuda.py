@@ -9,7 +9,7 @@ print as `__syncthreads()`. The source compiles with NVRTC (no system headers) a
 
 from __future__ import annotations
 
-from autosched.codegen.cstyle import CStyleRenderer, Dialect, _bytes
+from autosched.codegen.cstyle import C_COMPUTE_TYPES, C_STORAGE_TYPES, CStyleRenderer, Dialect, _bytes
 from autosched.codegen.source import KernelSource
 from autosched.measure.types import ArgSpec
 from autosched.schedule import arith
@@ -60,10 +60,8 @@ ASC_DEV int64_t asc_mod_int64(int64_t a, int64_t b) {
 """
 
 CUDA_DIALECT = Dialect(
-    storage_types={"float32": "float", "float64": "double", "float16": "uint16_t", "bfloat16": "uint16_t",
-                   "int32": "int32_t", "int64": "int64_t", "bool": "uint8_t"},
-    compute_types={"float32": "float", "float64": "double", "float16": "float", "bfloat16": "float",
-                   "int32": "int32_t", "int64": "int64_t", "bool": "int"},
+    storage_types=C_STORAGE_TYPES,
+    compute_types=C_COMPUTE_TYPES,
     float_funcs=_F32,
     double_funcs=_F64,
     restrict="__restrict__",

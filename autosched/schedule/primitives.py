@@ -290,25 +290,8 @@ def _compute_root(state: State, s: ComputeRootStep) -> None:
     st.attach = ("root",)
 
 
-def _reduce_extents(st: Stage) -> dict[str, int]:
-    """Extents of the reduce loops of `st` (reduce axes always cover their full range)."""
-    ext = {lp.name: ax.extent for lp, ax in zip(st.root_loops[len(st.op.axis):], st.op.reduce_axis)}
-    for r in st.relations:
-        if isinstance(r, Split) and r.parent.name in ext:
-            n = ext[r.parent.name]
-            if r.factor is not None:
-                inner = min(r.factor, n)
-                ext[r.inner.name], ext[r.outer.name] = inner, -(-n // inner)
-            else:
-                outer = min(r.nparts, n)
-                ext[r.outer.name], ext[r.inner.name] = outer, -(-n // outer)
-        elif isinstance(r, Fuse) and r.outer.name in ext:
-            ext[r.fused.name] = ext[r.outer.name] * ext[r.inner.name]
-    return ext
-
-
 def _rfactor(state: State, s: RfactorStep) -> Tensor:
-    from autosched.schedule.bounds import leaf_expressions
+    from autosched.schedule.bounds import derive
     from autosched.te.expr import Select, substitute
 
     st = _compute_stage(state, s.stage)
@@ -321,7 +304,6 @@ def _rfactor(state: State, s: RfactorStep) -> Tensor:
     _check_rfactor_order(st, nsp)
     if not 0 <= s.factor_axis <= nsp:
         raise _Err(f"factor_axis {s.factor_axis} out of range [0, {nsp}]")
-    ext = _reduce_extents(st)
     red_leaves = [x for x in st.leaf_loops if x.kind == "reduce"]
     op = st.op
     body = op.body
@@ -329,7 +311,8 @@ def _rfactor(state: State, s: RfactorStep) -> Tensor:
     roots = st.root_loops[nsp:]
     root_ext = {x.name: ax.extent for x, ax in zip(st.root_loops[:nsp], op.axis)}
     root_ext.update({x.name: ax.extent for x, ax in zip(roots, op.reduce_axis)})
-    exprs, guards = leaf_expressions(st, root_ext)
+    derived = derive(st, root_ext)  # the stage is at root, so every extent is known now
+    ext, exprs, guards = derived.extents, derived.exprs, derived.guards
     taken = {ax.name for ax in op.axis}
     new_spatial = IterVar(_fresh_axis_name(lp.name, taken), ext[lp.name], "spatial")
     others = [IterVar(_fresh_axis_name(x.name, taken), ext[x.name], "reduce") for x in red_leaves if x is not lp]
