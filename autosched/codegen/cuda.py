@@ -13,8 +13,33 @@ from autosched.codegen.cstyle import C_COMPUTE_TYPES, C_STORAGE_TYPES, CStyleRen
 from autosched.codegen.source import KernelSource
 from autosched.measure.types import ArgSpec
 from autosched.schedule import arith
-from autosched.schedule.ir import Allocate, For, LoweredFunc, Stmt, Store
+from autosched.schedule.ir import Allocate, For, Load, LoweredFunc, Stmt, Store
 from autosched.schedule.lower_gpu import Barrier, GpuFunc
+from autosched.te.expr import Binary, Cast, Const, Expr, Select, Var, substitute
+
+# 64/128-bit vector types of the storage types a vector copy may move (half types stay scalar)
+_VEC_TYPES = {"float32": "float", "int32": "int"}
+
+
+def _multiple_of(e: Expr, n: int) -> bool:
+    """Whether integer expression `e` is a multiple of `n` for every value of its variables."""
+    if isinstance(e, Const):
+        return int(e.value) % n == 0
+    if isinstance(e, Var):
+        return False
+    if isinstance(e, Binary):
+        if e.op in ("add", "sub", "min", "max"):
+            return _multiple_of(e.a, n) and _multiple_of(e.b, n)
+        if e.op == "mul":
+            return _multiple_of(e.a, n) or _multiple_of(e.b, n)
+        if e.op == "mod":
+            return _multiple_of(e.a, n) and _multiple_of(e.b, n)
+        return False
+    if isinstance(e, Select):
+        return _multiple_of(e.t, n) and _multiple_of(e.f, n)
+    if isinstance(e, Cast):
+        return _multiple_of(e.value, n)
+    return False
 
 _F32 = {"exp": "expf({x})", "log": "logf({x})", "sqrt": "sqrtf({x})", "rsqrt": "rsqrtf({x})",
         "tanh": "tanhf({x})", "erf": "erff({x})", "sigmoid": "(1.0f / (1.0f + expf(-({x}))))",
@@ -81,7 +106,7 @@ class CudaRenderer(CStyleRenderer):
         else:
             super().stmt(s, indent)
 
-    def loop(self, s: For, indent: int) -> None:
+    def bound_or_serial(self, s: For, indent: int) -> None:
         if s.kind == "bound" and s.thread_tag != "vthread":
             v = self.var_name(s.var)
             n = arith.const_value(s.extent)
@@ -92,10 +117,70 @@ class CudaRenderer(CStyleRenderer):
             return
         super().loop(s, indent)
 
+    def loop(self, s: For, indent: int) -> None:
+        if s.kind == "vectorized" and self.vector_copy(s, indent):
+            return
+        self.bound_or_serial(s, indent)
+
+    def vector_copy(self, s: For, indent: int) -> bool:
+        """A vectorized loop of 2 or 4 lanes copying one buffer into another becomes one 64/128-bit
+        load and store on each side whose addresses are contiguous and aligned (register arrays are
+        read and written by component); False when the loop is no such copy."""
+        n = arith.const_value(s.extent)
+        st = s.body
+        if n not in (2, 4) or not isinstance(st, Store) or not isinstance(st.value, Load):
+            return False
+        vt = _VEC_TYPES.get(st.buffer.dtype)
+        if vt is None or st.value.buffer.dtype != st.buffer.dtype:
+            return False
+        vt = f"{vt}{n}"
+        src, dst = st.value, st
+        lanes = "xyzw"[:n]
+
+        def refs(buf, indices) -> tuple[list[str], bool]:
+            flats = []
+            for c in range(n):
+                self.subst[s.var] = Const(c, "int32")
+                flats.append(self._flat(buf, indices))
+            del self.subst[s.var]
+            contiguous = all(arith.const_value(Binary("sub", f, flats[0], "int32")) == c for c, f in enumerate(flats))
+            wide = contiguous and buf.scope != "local" and _multiple_of(flats[0], n)
+            return [self.expr(f) for f in flats], wide
+
+        s_refs, s_wide = refs(src.buffer, src.indices)
+        d_refs, d_wide = refs(dst.buffer, dst.indices)
+        if not (s_wide or d_wide):
+            return False
+        sname, dname = self.buf_name(src.buffer), self.buf_name(dst.buffer)
+        self.emit("{", indent)
+        if s_wide:
+            self.emit(f"const {vt} asc_v = *(const {vt}*)(&{sname}[{s_refs[0]}]);", indent + 1)
+        else:
+            self.emit(f"const {vt} asc_v = make_{vt}({', '.join(f'{sname}[{r}]' for r in s_refs)});", indent + 1)
+        if d_wide:
+            self.emit(f"*({vt}*)(&{dname}[{d_refs[0]}]) = asc_v;", indent + 1)
+        else:
+            for r, lane in zip(d_refs, lanes):
+                self.emit(f"{dname}[{r}] = asc_v.{lane};", indent + 1)
+        self.emit("}", indent)
+        return True
+
+    def _flat(self, buf, indices) -> Expr:
+        flat: Expr = Const(0, "int32")
+        for d, idx in enumerate(indices):
+            stride = 1
+            for m in buf.shape[d + 1:]:
+                stride *= m
+            idx = substitute(idx, self.subst) if self.subst else idx
+            flat = Binary("add", flat, Binary("mul", idx, Const(stride, "int32"), "int32"), "int32")
+        return arith.simplify(flat)
+
     def loop_pragma(self, s: For, n: int | None) -> str:
         # vthread: a virtual thread is an unrolled serial loop at its place in the nest
         if s.kind in ("unrolled", "vectorized") or (s.kind == "bound" and s.thread_tag == "vthread"):
             return "#pragma unroll"
+        if s.kind == "serial" and s.unroll > 1:
+            return f"#pragma unroll {s.unroll}"
         return ""
 
     def allocate(self, s: Allocate, indent: int) -> None:

@@ -26,9 +26,17 @@ def _out_and_red(s: Schedule) -> tuple[str, str]:
     return out, red
 
 
-def cuda_gemm(s: Schedule, threads: Sequence[int], inner: Sequence[int], rk: Sequence[int]) -> Schedule:
-    """Multi-level tiling for the cuda target: `threads[d]` x `inner[d]` per block along spatial
-    axis d, `rk[r]` reduction steps per shared-memory stage along reduce axis r."""
+def cuda_gemm(s: Schedule, threads: Sequence[int], inner: Sequence[int], rk: Sequence[int],
+              vthreads: Sequence[int] | None = None, vector_fetch: int = 1, smem_layout: int = 0,
+              double_buffer: int = 0, group: int = 1) -> Schedule:
+    """Multi-level tiling for the cuda target: `vthreads[d]` x `threads[d]` x `inner[d]` per block
+    along spatial axis d, `rk[r]` reduction steps per shared-memory stage along reduce axis r.
+
+    A thread owns vthreads[d] register tiles of inner[d] elements, `threads[d] * inner[d]` apart
+    (virtual threads: conflict-free, 128-bit shared reads); `vector_fetch`, `smem_layout` and
+    `double_buffer` are the pragmas of lower_gpu (fetch width, reduction-major / padded shared
+    layout, shared stages double-buffered with a register prefetch of the next tile); `group` > 1
+    orders the blocks in groups of `group` along the first axis (L2 reuse of the other operand)."""
     out, red = _out_and_red(s)
     local = s.cache_write(red, "local").name if red == out else red
     shared = []
@@ -42,17 +50,28 @@ def cuda_gemm(s: Schedule, threads: Sequence[int], inner: Sequence[int], rk: Seq
         if t.name not in (out, red) and st.attach == ("root",) and not t.op.reduce_axis:
             s[t.name].compute_inline()
     axes = [a.name for a in s[out].op.axis]
-    blocks, thr, inn = [], [], []
-    for ax, nt, ni in zip(axes, threads, inner):
-        b, rest = s[out].split(ax, factor=nt * ni)
+    vthreads = list(vthreads) if vthreads is not None else [1] * len(axes)
+    blocks, vth, thr, inn = [], [], [], []
+    for ax, nv, nt, ni in zip(axes, vthreads, threads, inner):
+        b, rest = s[out].split(ax, factor=nv * nt * ni)
+        if nv > 1:
+            v, rest = s[out].split(rest, factor=nt * ni)
+            vth.append(v)
         t, i = s[out].split(rest, factor=ni)
         blocks.append(b)
         thr.append(t)
         inn.append(i)
-    s[out].reorder(*blocks, *thr, *inn)
-    bx = s[out].fuse(*blocks) if len(blocks) > 1 else blocks[0]
+    order = list(blocks)
+    nb0 = -(-s[out].op.axis[0].extent // (vthreads[0] * threads[0] * inner[0]))
+    if group > 1 and len(blocks) > 1 and nb0 % group == 0 and nb0 > group:
+        go, gi = s[out].split(blocks[0], factor=group)
+        order = [go, *blocks[1:], gi]
+    s[out].reorder(*order, *vth, *thr, *inn)
+    bx = s[out].fuse(*order) if len(order) > 1 else order[0]
     tx = s[out].fuse(*thr) if len(thr) > 1 else thr[0]
     s[out].bind(bx, "blockIdx.x")
+    for v in vth:
+        s[out].bind(v, "vthread")
     s[out].bind(tx, "threadIdx.x")
     for i in inn:
         s[out].unroll(i)
@@ -69,14 +88,23 @@ def cuda_gemm(s: Schedule, threads: Sequence[int], inner: Sequence[int], rk: Seq
         s[local].unroll(x)
     for name in shared:
         s[name].compute_at(s[local], r_out[0])  # one fill per step of the outermost reduction
+        lp = s.state.stage(name).leaf_loops[0].name
+        if vector_fetch > 1:
+            s[name].pragma(lp, "vector_fetch", vector_fetch)
+        if smem_layout:
+            s[name].pragma(lp, "smem_layout", smem_layout)
+    if double_buffer:
+        s[local].pragma(r_out[0], "double_buffer", double_buffer)
     return s
 
 
 def cuda_matmul(M: int, N: int, K: int, bm: int = 128, bn: int = 128, bk: int = 8, tm: int = 8, tn: int = 8,
-                dtype: str = "float32") -> tuple[Schedule, list]:
-    """SGEMM for C = A @ B ([M, K] x [K, N]): (bm x bn) per block, (tm x tn) registers per thread."""
+                dtype: str = "float32", vthread: int = 1, **opts) -> tuple[Schedule, list]:
+    """SGEMM for C = A @ B ([M, K] x [K, N]): (bm x bn) per block, (tm x tn) registers per thread
+    (as `vthread` x `vthread` tiles of tm/vthread x tn/vthread with `vthread` > 1)."""
     w = Workload.create("matmul", M, N, K, dtype)
-    s = cuda_gemm(Schedule(w.dag), (bm // tm, bn // tn), (tm, tn), (bk,))
+    v = vthread
+    s = cuda_gemm(Schedule(w.dag), (bm // tm, bn // tn), (tm // v, tn // v), (bk,), (v, v), **opts)
     return s, w.tensors()
 
 

@@ -21,10 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from autosched.schedule import arith
+from autosched.schedule import lower_gpu_passes as passes
 from autosched.schedule.ir import Allocate, Buffer, For, IfThen, Load, LoweredFunc, Seq, Stmt, Store, seq
 from autosched.schedule.lower import Lowerer
 from autosched.schedule.state import ScheduleError, Stage
-from autosched.te.expr import Binary, Var, walk
+from autosched.te.expr import Binary, IterVar, TensorRead, Var, walk
 from autosched.te.tensor import Tensor
 
 BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
@@ -109,9 +110,26 @@ def block_threads(sched, args: Sequence[Tensor]) -> dict[str, int]:
     return out
 
 
+FETCH_PRAGMAS = ("vector_fetch", "smem_layout")
+
+
+def fetch_pragmas(sched) -> dict[str, dict[str, int]]:
+    """{shared stage: {pragma: value}} for the pragmas that shape a cooperative fetch."""
+    out: dict[str, dict[str, int]] = {}
+    for st in sched.state.stages:
+        for key, value in st.pragmas.items():
+            name = key.split("@", 1)[0]
+            if name in FETCH_PRAGMAS:
+                out.setdefault(st.name, {})[name] = value
+    return out
+
+
 def add_cooperative_fetch(sched, args: Sequence[Tensor]):
-    """A copy of `sched` where every unbound shared stage is spread over the block's threads."""
+    """A copy of `sched` where every unbound shared stage is spread over the block's threads; with a
+    `vector_fetch` pragma of width w its innermost loop is split by w and vectorized first (each thread
+    then moves w contiguous elements: one 128-bit access for w=4 float32 when aligned)."""
     from autosched.schedule.schedule import Schedule
+    from autosched.schedule.steps import PragmaStep
 
     todo = [st for st in sched.state.stages if st.scope == "shared" and st.attach[0] == "at"
             and not st.bindings and not st.annotations and not st.is_placeholder]
@@ -120,11 +138,21 @@ def add_cooperative_fetch(sched, args: Sequence[Tensor]):
     threads = block_threads(sched, args)
     if not threads:
         return sched
-    s = Schedule(sched.dag, list(sched.steps))
+    prag = fetch_pragmas(sched)
+    names = {st.name for st in todo}
+    s = Schedule(sched.dag, [x for x in sched.steps
+                             if not (isinstance(x, PragmaStep) and x.stage in names and x.key in FETCH_PRAGMAS)])
+    probe = GpuLowerer(s.state, list(args), "cuda", "probe") if prag else None
     for st in todo:
         h = s[st.name]
         leaves = [lp.name for lp in s.state.stage(st.name).leaf_loops if lp.kind == "spatial"]
-        f = h.fuse(*leaves) if len(leaves) > 1 else h.leaf_iter_vars[0]
+        width = prag.get(st.name, {}).get("vector_fetch", 1)
+        vec = None
+        if width > 1 and probe is not None:
+            ext = probe.info_of(st.name).derived.extents[leaves[-1]]
+            if ext % width == 0 and ext > width:
+                leaves[-1], vec = h.split(leaves[-1], factor=width)
+        f = h.fuse(*leaves) if len(leaves) > 1 else leaves[0]
         total = threads.get("threadIdx.x", 1) * threads.get("threadIdx.y", 1) * threads.get("threadIdx.z", 1)
         outer, inner = h.split(f, factor=total)
         for tag in ("threadIdx.z", "threadIdx.y"):
@@ -135,7 +163,34 @@ def add_cooperative_fetch(sched, args: Sequence[Tensor]):
                 h.bind(hi, tag)
         h.bind(inner, "threadIdx.x")
         h.unroll(outer)
+        if vec is not None:
+            h.vectorize(vec)
     return s
+
+
+def smem_layouts(low: Lowerer, prag: dict[str, dict[str, int]]) -> list[tuple[Buffer, list[int], int]]:
+    """(buffer, stored dimension order, pad) of the shared stages with an `smem_layout` pragma:
+    1 stores the dimensions that the readers index by reduction axes only first, 2 also pads the
+    innermost stored dimension by 4 elements (one 16-byte access) against bank conflicts."""
+    out = []
+    for name, p in prag.items():
+        mode = p.get("smem_layout", 0)
+        info = low.info.get(name)
+        if not mode or info is None or info.buffer is None:
+            continue
+        ndim = len(info.buffer.shape)
+        red_only = [True] * ndim
+        for q in low.readers(name):
+            raxes = {id(a) for a in q.op.reduce_axis}
+            for node in walk(low.body_of(q)):
+                if isinstance(node, TensorRead) and node.tensor.name == name:
+                    for d, ie in enumerate(node.indices):
+                        ivs = [n for n in walk(ie) if isinstance(n, IterVar)]
+                        if not ivs or any(id(n) not in raxes for n in ivs):
+                            red_only[d] = False
+        perm = [d for d in range(ndim) if red_only[d]] + [d for d in range(ndim) if not red_only[d]]
+        out.append((info.buffer, perm, 4 if mode >= 2 else 0))
+    return out
 
 
 # ---- 3-5. launch shape, shared memory, barriers ----------------------------------------------
@@ -313,13 +368,17 @@ def _thread_vars(s: Stmt, out: set[int]) -> set[int]:
     return out
 
 
-def finish_gpu(func: LoweredFunc, limits: GpuLimits = H200) -> GpuFunc:
-    """Launch shape, guards, hoisted shared memory and barriers for a lowered kernel."""
+def finish_gpu(func: LoweredFunc, limits: GpuLimits = H200,
+               pipelined: dict[tuple[str, str], int] | None = None, emulate: bool = False) -> GpuFunc:
+    """Launch shape, guards, hoisted shared memory and barriers for a lowered kernel; the loops named
+    (stage, loop) in `pipelined` get double-buffered shared stages (value 2: the loop unrolled by two)."""
     fin = _Finisher(limits)
     fin.scan(func.body, [])
     grid, block = fin.shape()
     body = fin.rewrite(func.body)
     body = insert_barriers(body, _thread_vars(body, set()))
+    if pipelined:
+        body = passes.double_buffer(body, pipelined, fin.shared, per_thread=not emulate)
     offsets, off = [], 0
     for b in fin.shared:
         off = -(-off // 16) * 16
@@ -337,12 +396,22 @@ def finish_gpu(func: LoweredFunc, limits: GpuLimits = H200) -> GpuFunc:
 
 
 def lower_gpu(sched, args: Sequence[Tensor], name: str = "default_function",
-              limits: GpuLimits = H200) -> GpuFunc:
-    """Lower a schedule for a CUDA GPU: one kernel, its launch shape and its shared memory."""
-    sched = add_cooperative_fetch(sched, args)
+              limits: GpuLimits = H200, emulate: bool = False) -> GpuFunc:
+    """Lower a schedule for a CUDA GPU: one kernel, its launch shape and its shared memory.
+    `emulate` keeps the nest runnable with thread loops as plain loops (tests on the CPU)."""
     roots = [st.name for st in sched.state.stages if not st.is_placeholder and st.attach == ("root",)]
     if len(roots) > 1:
         raise ScheduleError(f"stages {roots} are all computed at root; on a GPU one schedule is one kernel, "
                             "so inline all but the output or compute them at a loop of their reader")
-    func = GpuLowerer(sched.state, list(args), "cuda", name).run()
-    return finish_gpu(func, limits)
+    prag = fetch_pragmas(sched)
+    sched = add_cooperative_fetch(sched, args)
+    low = GpuLowerer(sched.state, list(args), "cuda", name)
+    func = low.run()
+    body = func.body
+    for buf, perm, pad in smem_layouts(low, prag):
+        body = passes.apply_smem_layout(body, buf, perm, pad)
+    body = passes.inject_vthreads(body)
+    func = LoweredFunc(func.name, func.params, body, func.uses_math)
+    pipelined = {(st.name, key.split("@", 1)[1]): v for st in sched.state.stages
+                 for key, v in st.pragmas.items() if key.startswith("double_buffer@") and v}
+    return finish_gpu(func, limits, pipelined, emulate)

@@ -2,9 +2,10 @@
 
 The op class comes from the DAG, as in the CPU sketch rules:
 - *gemm* (a reduction with data reuse: matmul, batch_matmul, dense, conv2d): on cuda,
-  multi-level tiling with thread binding, SSSRRSRS-like (block / thread / register levels per
-  spatial axis, shared-memory stage and register levels per reduction axis) with cooperative
-  fetch; on triton, BLOCK_M/N/K, num_warps, num_stages and the GROUP_M program order;
+  multi-level tiling with thread binding, SSSRRSRS-like (block / virtual thread / thread / register
+  levels per spatial axis, shared-memory stage and register levels per reduction axis) with
+  cooperative fetch, and the knobs of lower_gpu's passes: 128-bit fetch, shared layout, double
+  buffering, grouped block order; on triton, BLOCK_M/N/K, num_warps, num_stages and the GROUP_M program order;
 - *rowwise* (an element-wise output fed by row reductions: softmax, layernorm): on triton, rows
   per program, the row chunk (whole row or a loop over chunks) and warps; on cuda a correct
   one-thread-per-row fallback;
@@ -58,18 +59,26 @@ def _cuda_gemm(dag: ComputeDAG):
 
     def tmpl(cfg, s, tensors) -> None:
         for d, n in enumerate(sp):
-            pairs = [(t, i) for t in (1, 2, 4, 8, 16, 32) for i in (1, 2, 4, 8) if n % (t * i) == 0]
-            cfg.define_knob(f"tile{d}", pairs or [(1, 1)])
+            # (virtual threads, threads, inner): a thread owns v register tiles of i, t*i apart
+            trip = [(v, t, i) for v in (1, 2, 4) for t in (1, 2, 4, 8, 16, 32) for i in (1, 2, 4, 8)
+                    if n % (v * t * i) == 0 and (v == 1 or i >= 2)]
+            cfg.define_knob(f"tile{d}", trip or [(1, 1, 1)])
         for r, n in enumerate(rk):
-            cfg.define_knob(f"rk{r}", _divides(n, (1, 2, 4, 8, 16, 32)))
-        gt.cuda_gemm(s, [cfg[f"tile{d}"][0] for d in range(len(sp))], [cfg[f"tile{d}"][1] for d in range(len(sp))],
-                     [cfg[f"rk{r}"] for r in range(len(rk))])
+            cfg.define_knob(f"rk{r}", sorted(set(_divides(n, (1, 2, 4, 8, 16, 32)) + ([n] if n <= 32 else []))))
+        cfg.define_knob("vector_fetch", (1, 4))
+        cfg.define_knob("smem_layout", (0, 1, 2))
+        cfg.define_knob("double_buffer", (0, 1, 2))
+        cfg.define_knob("group", (1, 8))
+        tiles = [cfg[f"tile{d}"] for d in range(len(sp))]
+        gt.cuda_gemm(s, [t for _, t, _ in tiles], [i for _, _, i in tiles], [cfg[f"rk{r}"] for r in range(len(rk))],
+                     [v for v, _, _ in tiles], vector_fetch=cfg["vector_fetch"], smem_layout=cfg["smem_layout"],
+                     double_buffer=cfg["double_buffer"], group=cfg["group"])
 
     def valid(values: dict) -> bool:
         threads = regs = 1
         for d in range(len(sp)):
-            t, i = values[f"tile{d}"]
-            threads, regs = threads * t, regs * i
+            v, t, i = values[f"tile{d}"]
+            threads, regs = threads * t, regs * i * v
         return 32 <= threads <= 1024 and regs <= 128
 
     return tmpl, valid

@@ -14,8 +14,11 @@ STEP_FORMAT_VERSION = 1
 THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z", "vthread")
 ANNOTATIONS = ("parallel", "vectorize", "unroll")
 # auto_unroll_max_step: all targets; num_warps / num_stages / swizzle (GROUP_M program order) /
-# allow_tf32: launch and precision options the triton target reads (cuda ignores them)
-PRAGMAS = ("auto_unroll_max_step", "num_warps", "num_stages", "swizzle", "allow_tf32")
+# allow_tf32: launch and precision options the triton target reads (cuda ignores them);
+# double_buffer (on a loop where shared stages are filled), vector_fetch and smem_layout (on a
+# shared stage): the cuda target's pipelining, 128-bit fetch and shared layout (lower_gpu)
+PRAGMAS = ("auto_unroll_max_step", "num_warps", "num_stages", "swizzle", "allow_tf32", "double_buffer", "vector_fetch",
+           "smem_layout")
 
 
 @dataclass(frozen=True)

@@ -59,12 +59,13 @@ def suite(quick: bool):
     mb = lambda w: 2 * w.dag.placeholders[0].shape[0] * int(np.prod(w.dag.placeholders[0].shape[1:])) * 4  # noqa: E731
     return [
         (f"matmul {n}^3 fp32 (TF32 off)", mm32, mm32.flops, 0,
-         [("cuda", lambda s: gt.cuda_gemm(s, (16, 16), (8, 8), (8,)))], ["cublas_fp32"]),
+         [("cuda", lambda s: gt.cuda_gemm(s, (16, 8), (4, 4), (16,), (2, 4), vector_fetch=4, smem_layout=2,
+                                          double_buffer=2, group=8))], ["cublas_fp32"]),
         (f"matmul {n}^3 bf16", mm16, mm16.flops, 0,
          [("triton", lambda s: gt.triton_gemm(s, 128, 256, 64, 8, 8, 3))], ["cublas_bf16", "triton_autotune8"]),
         (f"softmax {rows}x4096 fp32", sm, 0, mb(sm), [("triton", lambda s: gt.triton_rowwise(s, 1, None, 8))],
          ["torch_eager", "torch_compile"]),
-        (f"layernorm {rows}x4096 fp32", ln, 0, mb(ln), [("triton", lambda s: gt.triton_rowwise(s, 1, None, 8))],
+        (f"layernorm {rows}x4096 fp32", ln, 0, mb(ln), [("triton", lambda s: gt.triton_rowwise(s, 4, None, 16))],
          ["torch_eager", "torch_compile"]),
         ("gelu(tanh) 64M fp32", ge, 0, 2 * ge.dag.placeholders[0].shape[0] * 4,
          [("triton", lambda s: gt.triton_elementwise(s, 4096, 8)), ("cuda", lambda s: gt.cuda_elementwise(s, 256, 4))],
@@ -73,7 +74,8 @@ def suite(quick: bool):
          [("triton", lambda s: gt.triton_elementwise(s, 4096, 8)), ("cuda", lambda s: gt.cuda_elementwise(s, 256, 4))],
          ["torch_eager", "torch_compile"]),
         ("conv2d N32 C256 14x14 K256 3x3 fp32", cv, cv.flops, 0,
-         [("cuda", lambda s: gt.cuda_gemm(s, (1, 16, 2, 7), (1, 4, 7, 2), (8, 1, 1)))], ["cudnn_fp32"]),
+         [("cuda", lambda s: gt.cuda_gemm(s, (1, 16, 2, 7), (1, 4, 7, 2), (4, 3, 3), smem_layout=2, double_buffer=2))],
+         ["cudnn_fp32"]),
     ]
 
 

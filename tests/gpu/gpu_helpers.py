@@ -14,7 +14,8 @@ from autosched import te
 from autosched.codegen.c import render_c
 from autosched.measure.c_compiler import compile_c
 from autosched.schedule import gpu_templates as gt
-from autosched.schedule.lower_gpu import GpuLowerer, add_cooperative_fetch
+from autosched.schedule.ir import Allocate, For, IfThen, LoweredFunc, Seq
+from autosched.schedule.lower_gpu import Barrier, lower_gpu
 from autosched.schedule.schedule import Schedule
 from autosched.workload import Workload
 
@@ -35,6 +36,17 @@ CUDA_CASES = {
                      lambda s: gt.cuda_gemm(s, (1, 4, 4), (1, 4, 2), (4,))),
     "conv2d": (lambda: Workload.create("conv2d_nchw", 2, 8, 10, 10, 16, 3, 3, 1, 1),
                lambda s: gt.cuda_gemm(s, (1, 4, 2, 4), (2, 2, 1, 2), (4, 3, 3))),
+    "matmul_vthread": (lambda: Workload.create("matmul", 64, 64, 48),
+                       lambda s: gt.cuda_gemm(s, (4, 8), (2, 2), (8,), (2, 2))),
+    "matmul_fast": (lambda: Workload.create("matmul", 64, 128, 48),
+                    lambda s: gt.cuda_gemm(s, (4, 8), (4, 4), (8,), (2, 2), vector_fetch=4, smem_layout=2,
+                                           double_buffer=1)),
+    "matmul_fast_uneven": (lambda: Workload.create("matmul", 70, 60, 36),
+                           lambda s: gt.cuda_gemm(s, (4, 4), (4, 4), (8,), (2, 2), vector_fetch=4, smem_layout=1,
+                                                  double_buffer=1)),
+    "conv2d_fast": (lambda: Workload.create("conv2d_nchw", 2, 8, 10, 10, 16, 3, 3, 1, 1),
+                    lambda s: gt.cuda_gemm(s, (1, 4, 2, 4), (1, 2, 1, 2), (4, 3, 3), (1, 2, 1, 1), vector_fetch=2,
+                                           smem_layout=2, double_buffer=1)),
     "gelu": (lambda: Workload.create("gelu", 1000), lambda s: gt.cuda_elementwise(s, 128, 2)),
     "bias_relu": (lambda: bias_relu(33, 70), lambda s: gt.cuda_elementwise(s, 64, 4)),
     "softmax": (lambda: Workload.create("softmax", 50, 30), lambda s: gt.cuda_rows(s, 32)),
@@ -73,8 +85,11 @@ def emulate_cuda(w: Workload, s: Schedule) -> float:
     """Max abs error of the GPU-lowered nest run on the CPU: bound loops as plain loops (the shared
     stage is then refilled per thread, which checks the regions, not the barriers)."""
     args = w.tensors()
-    f = GpuLowerer(add_cooperative_fetch(s, args).state, list(args), "cuda", "emu").run()
-    src = render_c(f)
+    g = lower_gpu(s, args, "emu", emulate=True)
+    body = _drop_barriers(g.func.body)
+    for b, _ in g.shared:
+        body = Allocate(b, body)
+    src = render_c(LoweredFunc("emu", g.func.params, body, g.func.uses_math))
     fn = getattr(ctypes.CDLL(str(compile_c(src).path)), src.entry)
     ins = w.dag.random_inputs(1)
     ref = w.dag.evaluate(ins)
@@ -84,6 +99,18 @@ def emulate_cuda(w: Workload, s: Schedule) -> float:
     out = next(x for x, a in zip(arrs, src.args) if a.is_output)
     name = next(a.name for a in src.args if a.is_output)
     return float(np.abs(out.astype(np.float64) - ref[name]).max())
+
+
+def _drop_barriers(s):
+    if isinstance(s, Seq):
+        return Seq([_drop_barriers(x) for x in s.stmts if not isinstance(x, Barrier)])
+    if isinstance(s, For):
+        return For(s.var, s.extent, s.kind, _drop_barriers(s.body), s.loop_name, s.stage, s.unroll, s.thread_tag)
+    if isinstance(s, IfThen):
+        return IfThen(s.cond, _drop_barriers(s.body))
+    if isinstance(s, Allocate):
+        return Allocate(s.buffer, _drop_barriers(s.body))
+    return s
 
 
 def run_triton_interpreted(w: Workload, s: Schedule) -> float:

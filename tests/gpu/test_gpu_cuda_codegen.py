@@ -20,7 +20,8 @@ def test_cuda_lowering_matches_reference_emulated(name):
     assert emulate_cuda(w, s) < 1e-4
 
 
-@pytest.mark.parametrize("name", ["matmul", "matmul_uneven", "conv2d", "gelu", "softmax", "dense_bias_relu"])
+@pytest.mark.parametrize("name", ["matmul", "matmul_uneven", "conv2d", "gelu", "softmax", "dense_bias_relu",
+                                  "matmul_fast", "matmul_fast_uneven", "conv2d_fast"])
 def test_cuda_source_compiles_to_ptx_for_sm90(name):
     require_nvcc()
     w, s = case(CUDA_CASES, name)
