@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from autosched.measure.types import MeasureInput, MeasureResult
 from autosched.search.tuner import TaskTuner, TuneOptions, TuneResult, make_cost_model
 from autosched.target import Target
@@ -105,21 +107,31 @@ def default_measurer(runner: Any = None, builder: Any = None, callbacks: Sequenc
     return ProgramMeasurer(builder, runner, list(callbacks))
 
 
-def warm_start(model, db: TuningDB, target: Target, exclude_key: str | None = None, limit: int = 1500) -> int:
-    """Train `model` on the database's records of other workloads on the same target (transfer)."""
+def warm_start(model, db: TuningDB, target: Target, exclude_key: str | None = None, limit: int = 1500,
+               seed: int = 0) -> int:
+    """Train `model` on the database's records of other workloads on the same target (transfer).
+
+    A ranker learns what separates fast from slow, so each workload contributes an even sample of
+    all its successful records (slow ones included), not only its best ones: trained on top-k
+    records alone, every example looks good and the model learns nothing about what to avoid.
+    """
     from autosched.search.candidates import features_of_steps
 
+    infos = [i for i in db.workloads() if i.key != exclude_key]
+    per_workload = max(1, limit // max(1, len(infos)))
+    rng = np.random.default_rng(seed)
     triples = []
-    for info in db.workloads():
-        if info.key == exclude_key:
-            continue
+    for info in infos:
         try:
             w = Workload.from_json(info.spec)
         except Exception:  # noqa: BLE001  a record from an older format: skip it, don't fail the tuner
             continue
-        for rec in db.top_k(info.key, target.key, max(1, limit // max(1, len(db.workloads())))):
+        recs = [r for r in db.records(info.key, target.key, ok_only=True) if r.median]
+        if len(recs) > per_workload:
+            recs = [recs[i] for i in sorted(rng.choice(len(recs), per_workload, replace=False))]
+        for rec in recs:
             f = features_of_steps(w, rec.steps_json, target.kind)
-            if f is not None and rec.median:
+            if f is not None:
                 triples.append((f, w.flops / rec.median, info.key))
     if len(triples) >= 8:
         model.fit_from_records(triples)
@@ -156,7 +168,7 @@ def tune(workload: Workload | Sequence[Tensor] | str, target: str | Target = "cp
              if r.median is not None}
     model = make_cost_model(cost_model, seed)
     if model is not None and cost_model == "xgb":
-        warm_start(model, database, tgt, exclude_key=w.key)
+        warm_start(model, database, tgt, exclude_key=w.key, seed=seed)
     measurer = default_measurer(runner, builder, [RecordToDB(database, job_id)], kind=tgt.kind)
     t0 = time.perf_counter()
     def after_batch(t: TaskTuner) -> None:

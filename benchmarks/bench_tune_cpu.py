@@ -43,13 +43,20 @@ SUITE = {
 TVM_PY = HERE / ".tvm-venv" / "bin" / "python"
 
 
-def run_tvm(op: str, args: tuple, trials: int) -> dict:
+def run_tvm(op: str, args: tuple, trials: int, ours: tuple[str, str] | None = None) -> dict:
+    """Tune with TVM in its own environment; with `ours` (library, entry) also time our kernel there,
+    side by side with TVM's best (same process, same aligned inputs, interleaved rounds)."""
     if not TVM_PY.exists():
         return {"missing": "TVM environment not installed (run with --install-tvm)"}
     if op not in ("matmul", "softmax"):
         return {"missing": f"no TVM TE definition for {op} in tvm_peer.py"}
     cmd = [str(TVM_PY), str(HERE / "tvm_peer.py"), op, *map(str, args), "--trials", str(trials)]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    if ours is not None:
+        cmd += ["--ours", *ours]
+    # both runtimes keep their default waits there (TVM's pool spins; ours spins GOMP_SPINCOUNT as when tuned)
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    env.setdefault("GOMP_SPINCOUNT", "10000000")  # what autosched.build_module sets when it loads a kernel
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, env=env)
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
     if p.returncode != 0 or not lines:
         return {"missing": f"TVM run failed: {p.stderr[-400:]}"}
@@ -60,7 +67,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=200)
     ap.add_argument("--only", nargs="*", default=None, help=f"subset of {list(SUITE)}")
-    ap.add_argument("--tvm", action="store_true", help="also tune with TVM MetaSchedule (same trials)")
+    ap.add_argument("--tvm", nargs="*", default=None, metavar="WORKLOAD",
+                    help="also tune with TVM MetaSchedule (same trials): all workloads, or those listed")
     ap.add_argument("--install-tvm", action="store_true")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     ap.add_argument("--out", default="bench_tune_cpu")
@@ -78,7 +86,13 @@ def main() -> None:
     from cpu_peers import peers
 
     import autosched as asc
+    from autosched.measure.executor import aligned_empty
     from autosched.workload import Workload
+
+    def aligned_copy(v: np.ndarray) -> np.ndarray:
+        out = aligned_empty(v.shape, v.dtype)
+        out[...] = v
+        return out
 
     rows, curves = [], {}
     names = a.only or list(SUITE)
@@ -91,8 +105,10 @@ def main() -> None:
             r = asc.tune(w, "cpu", a.trials, db=db, progress=False)
             tune_s = time.perf_counter() - t0
             f = asc.apply_best(w, db=db)
-        x = w.dag.random_inputs(0)
-        outs = {t.name: np.empty(t.shape, t.dtype) for t in w.dag.outputs}
+        # 64-byte-aligned arrays for every contender, as the tuner's runner uses (numpy's own large
+        # arrays start 16 bytes past a cache line, which splits every 64-byte vector load in two)
+        x = {k: aligned_copy(v) for k, v in w.dag.random_inputs(0).items()}
+        outs = {t.name: aligned_empty(t.shape, np.dtype(t.dtype)) for t in w.dag.outputs}
         call = [x[n] if n in x else outs[n] for n in w.args_order]
         f(*call)
         ref = w.dag.evaluate(x)
@@ -104,13 +120,16 @@ def main() -> None:
                **{f"{n}_ms": v * 1e3 for n, v in times.items()}}
         row["speed_vs_torch"] = times["torch eager"] / times["autosched"] if "torch eager" in times else None
         curves[key] = r.curve
-        if a.tvm:
-            row["tvm"] = run_tvm(op, args, a.trials)
+        if a.tvm is not None and (not a.tvm or key in a.tvm):
+            row["tvm"] = run_tvm(op, args, a.trials, (str(f.library.path), f.source_obj.entry))
         rows.append(row)
         tv = row.get("tvm", {})
         print(f"{key:16s} tuned {r.trials} trials in {tune_s:6.1f} s  ours {times['autosched']*1e3:8.3f} ms "
               + "  ".join(f"{n} {v*1e3:8.3f} ms" for n, v in times.items() if n != "autosched")
               + (f"  tvm {tv['best_seconds']*1e3:.3f} ms ({tv['tune_seconds']:.0f} s)" if "best_seconds" in tv else "")
+              + (f"  side by side in TVM's process: tvm {tv['side_by_side']['tvm_seconds']*1e3:.3f} ms, ours "
+                 f"{tv['side_by_side']['autosched_seconds']*1e3:.3f} ms ({tv['side_by_side']['speedup_vs_tvm']:.2f}x)"
+                 if tv.get("side_by_side") else "")
               + f"  err {err:.1e}", flush=True)
     payload = {"machine": machine(), "trials": a.trials, "rows": rows, "curves": curves}
     from autosched.tuning import plot_curves
@@ -121,8 +140,9 @@ def main() -> None:
 
 
 def table(payload: dict) -> str:
-    lines = ["| workload | autosched (tuned) | numpy | torch eager | torch.compile | TVM MetaSchedule | "
+    lines = ["| workload | autosched (tuned) | numpy | torch eager | torch.compile | TVM MetaSchedule (own timer) | "
              "ours vs torch eager (speed) | tuning time |", "|---|---|---|---|---|---|---|---|"]
+    side = []
     for r in payload["rows"]:
         def cell(k, r=r):
             v = r.get(k)
@@ -135,6 +155,17 @@ def table(payload: dict) -> str:
         lines.append(f"| {r['workload']} | {r['autosched_ms']:.3f} ms ({gf:.0f} GFLOP/s) | {cell('numpy_ms')} | "
                      f"{cell('torch eager_ms')} | {cell('torch.compile_ms')} | {tvc} | {sp} | "
                      f"{r['tune_seconds']:.0f} s |")
+        if tv.get("side_by_side"):
+            sb = tv["side_by_side"]
+            side.append(f"| {r['workload']} | {sb['autosched_seconds']*1e3:.3f} ms "
+                        f"({r['gflop'] / sb['autosched_seconds']:.0f} GFLOP/s) | {sb['tvm_seconds']*1e3:.3f} ms "
+                        f"({r['gflop'] / sb['tvm_seconds']:.0f} GFLOP/s) | **{sb['speedup_vs_tvm']:.2f}x** | "
+                        f"{r['tune_seconds']:.0f} s vs {tv['tune_seconds']:.0f} s | {sb['max_abs_diff']:.1e} |")
+    if side:
+        lines += ["", "Side by side with TVM (both best kernels in TVM's process, same 64-byte-aligned inputs, "
+                  "interleaved rounds, medians; each runtime with its default spinning waits):", "",
+                  "| workload | autosched | TVM MetaSchedule | speed vs TVM | tuning time (ours vs TVM, same trials) "
+                  "| max abs diff |", "|---|---|---|---|---|---|", *side]
     return "\n".join(lines)
 
 

@@ -2,7 +2,13 @@
 
 Runs inside the TVM environment (benchmarks/.tvm-venv, made by bench_tune_cpu.py --install-tvm),
 never imported by autosched. Prints one JSON line: best seconds per call, tuning wall time.
-Usage: python tvm_peer.py matmul 1024 1024 1024 --trials 200
+Usage: python tvm_peer.py matmul 1024 1024 1024 --trials 200 [--ours LIB.so ENTRY]
+
+With `--ours`, autosched's tuned kernel (a plain C shared library: `int ENTRY(void* arg0, ...)`, the
+workload's inputs then its output) is loaded with ctypes into this process and timed side by side
+with TVM's best kernel: same 64-byte-aligned input arrays, interleaved rounds with a pause between
+contenders (each runtime's thread pool spins after a call), medians; the two outputs are compared.
+TVM's own time_evaluator figure is reported too, as TVM reports it.
 """
 
 from __future__ import annotations
@@ -76,6 +82,9 @@ def main() -> None:
     ap.add_argument("op")
     ap.add_argument("args", nargs="+", type=int)
     ap.add_argument("--trials", type=int, default=200)
+    ap.add_argument("--ours", nargs=2, metavar=("LIB", "ENTRY"), default=None,
+                    help="autosched's compiled kernel to time side by side with TVM's best")
+    ap.add_argument("--rounds", type=int, default=15)
     a = ap.parse_args()
     check_ffi_abi()
     tensors, flops = te_workload(a.op, a.args)
@@ -90,18 +99,87 @@ def main() -> None:
     stdout_fd = os.dup(1)
     os.dup2(2, 1)
     try:
-        med, tune_s = tune_and_time(a, mod, tensors, target, cores)
+        med, tune_s, side = tune_and_time(a, mod, tensors, target, cores)
     finally:
         sys.stdout.flush()
         os.dup2(stdout_fd, 1)
         os.close(stdout_fd)
     print(json.dumps({"peer": "tvm-metaschedule", "tvm": tvm.__version__, "op": a.op, "args": a.args,
                       "trials": a.trials, "tune_seconds": tune_s, "best_seconds": med,
-                      "gflops": flops / med / 1e9}))
+                      "gflops": flops / med / 1e9, "side_by_side": side}))
 
 
-def tune_and_time(a, mod, tensors, target, cores: int) -> tuple[float, float]:
-    """Tune with tune_tir, build the best schedule, return (median seconds per call, tuning wall seconds)."""
+def aligned(x: np.ndarray, align: int = 64) -> np.ndarray:
+    raw = np.empty(x.nbytes + align, dtype=np.uint8)
+    off = (-raw.ctypes.data) % align
+    out = raw[off:off + x.nbytes].view(x.dtype).reshape(x.shape)
+    out[...] = x
+    return out
+
+
+def interleaved(contenders: dict, rounds: int, min_batch_s: float = 0.05, settle_s: float = 0.2) -> dict:
+    """Median seconds per call of each contender, timed round-robin (as benchmarks/common.py)."""
+    batch = {}
+    for name, fn in contenders.items():
+        fn()
+        fn()
+        t0 = time.perf_counter()
+        fn()
+        batch[name] = max(1, int(min_batch_s / max(time.perf_counter() - t0, 1e-7)))
+    samples: dict = {n: [] for n in contenders}
+    for _ in range(rounds):
+        for name, fn in contenders.items():
+            time.sleep(settle_s)  # let the other runtime's spinning pool go to sleep
+            fn()
+            t0 = time.perf_counter()
+            for _ in range(batch[name]):
+                fn()
+            samples[name].append((time.perf_counter() - t0) / batch[name])
+    return {n: float(np.median(v)) for n, v in samples.items()}
+
+
+def side_by_side(lib, tensors, dev, ours: list[str], rounds: int) -> dict:
+    """TVM's kernel and autosched's, same aligned inputs, interleaved; outputs compared."""
+    import ctypes
+
+    import tvm
+
+    rng = np.random.default_rng(0)
+    host = [aligned(rng.uniform(-1, 1, [int(d) for d in t.shape]).astype("float32")) for t in tensors]
+    host[-1][...] = 0.0
+    ours_out = aligned(np.zeros_like(host[-1]))
+    tvm_arrays = [tvm.runtime.tensor(x, dev) for x in host]
+    dll = ctypes.CDLL(ours[0])
+    fn = getattr(dll, ours[1])
+    fn.restype = ctypes.c_int
+    fn.argtypes = [ctypes.c_void_p] * len(tensors)
+    ptrs = [x.ctypes.data for x in host[:-1]] + [ours_out.ctypes.data]
+    main = lib["main"]
+    everything = os.sched_getaffinity(0)
+
+    def ours_call() -> None:
+        # TVM's pool pins the calling thread to one core; OpenMP threads inherit that mask, so give the
+        # thread every core back before our kernel's parallel region (a syscall: microseconds)
+        os.sched_setaffinity(0, everything)
+        fn(*ptrs)
+
+    if fn(*ptrs) != 0:
+        raise SystemExit("tvm_peer: autosched kernel returned an error")
+    main(*tvm_arrays)
+    tvm_out = tvm_arrays[-1].numpy()
+    err = float(np.abs(tvm_out - ours_out).max())
+    scale = float(np.abs(tvm_out).max()) or 1.0
+    if not err <= 1e-3 * scale:
+        raise SystemExit(f"tvm_peer: autosched and TVM outputs differ (max abs {err:.3g}); argument order?")
+    times = interleaved({"tvm": lambda: main(*tvm_arrays), "autosched": ours_call}, rounds)
+    pinned = sorted(os.sched_getaffinity(0))
+    return {"tvm_seconds": times["tvm"], "autosched_seconds": times["autosched"], "max_abs_diff": err,
+            "rounds": rounds, "speedup_vs_tvm": times["tvm"] / times["autosched"],
+            "main_thread_cpus_after_tvm": pinned}
+
+
+def tune_and_time(a, mod, tensors, target, cores: int) -> tuple[float, float, dict | None]:
+    """Tune with tune_tir, build the best schedule; (median s per call, tuning wall s, side-by-side)."""
     import tvm
     from tvm.s_tir import meta_schedule as ms
 
@@ -121,7 +199,8 @@ def tune_and_time(a, mod, tensors, target, cores: int) -> tuple[float, float]:
                   for t in tensors]
         timer = lib.time_evaluator("main", dev, number=10, repeat=15, min_repeat_ms=50)
         res = timer(*arrays)
-        return float(np.median(res.results)), tune_s
+        side = side_by_side(lib, tensors, dev, a.ours, a.rounds) if a.ours else None
+        return float(np.median(res.results)), tune_s, side
 
 
 if __name__ == "__main__":

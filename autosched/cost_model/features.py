@@ -27,7 +27,13 @@ STORE_FEATURES = (
     "unique_bytes_param", "unique_bytes_local", "local_loads", "reuse_ratio", "arith_intensity",
     "guarded", "outer_serial_extent", "depth_of_vector", "is_reduction_update",
 )
-GLOBAL_FEATURES = ("n_stores", "n_allocs", "alloc_bytes", "total_flops", "total_bytes", "parallel_fraction")
+GLOBAL_FEATURES = ("n_stores", "n_allocs", "alloc_bytes", "total_flops", "total_bytes", "parallel_fraction",
+                   "loads_per_flop", "global_loads_per_flop", "bytes_per_flop", "strided_loads_per_flop",
+                   "invariant_loads_per_flop", "vector_flop_fraction", "unrolled_flop_fraction",
+                   "guarded_flop_fraction")
+"""Whole-program features. The `*_per_flop` and `*_fraction` ones do not grow with the problem size,
+so they carry what a schedule does well (register reuse, vector and unrolled work, contiguous
+access) from one workload's records to another's: the transfer a warm-started model relies on."""
 N_STORE = len(STORE_FEATURES)
 FEATURE_NAMES = tuple(f"sum_{n}" for n in STORE_FEATURES) + tuple(f"max_{n}" for n in STORE_FEATURES) + \
     GLOBAL_FEATURES
@@ -170,9 +176,26 @@ def extract_features(func: LoweredFunc) -> np.ndarray:
     total_flops = float(rows[:, flop_idx].sum())
     total_bytes = float(rows[:, STORE_FEATURES.index("load_bytes")].sum() +
                         rows[:, STORE_FEATURES.index("store_bytes")].sum())
-    par = rows[:, STORE_FEATURES.index("n_parallel")] > 0
-    execs = rows[:, STORE_FEATURES.index("executions")]
+    col = {k: rows[:, STORE_FEATURES.index(k)] for k in ("n_parallel", "executions", "loads", "local_loads",
+                                                          "load_bytes", "store_bytes", "loads_strided",
+                                                          "loads_invariant", "n_vectorized", "n_unrolled",
+                                                          "guarded")}
+    par = col["n_parallel"] > 0
+    execs = col["executions"]
     par_frac = float(execs[par].sum() / max(1.0, execs.sum()))
+    row_flops = rows[:, flop_idx].sum(axis=1)
+    per_flop = max(1.0, total_flops)
+
+    def ratio(x: float) -> float:  # log scale, positive, size-free
+        return math.log1p(1000.0 * x / per_flop)
+
+    def flop_fraction(mask: np.ndarray) -> float:
+        return float(row_flops[mask].sum() / per_flop)
+
     glob = np.array([len(w.rows), w.n_allocs, math.log1p(w.alloc_bytes), math.log1p(total_flops),
-                     math.log1p(total_bytes), par_frac])
+                     math.log1p(total_bytes), par_frac,
+                     ratio(col["loads"].sum()), ratio(col["loads"].sum() - col["local_loads"].sum()),
+                     ratio(col["load_bytes"].sum() + col["store_bytes"].sum()), ratio(col["loads_strided"].sum()),
+                     ratio(col["loads_invariant"].sum()), flop_fraction(col["n_vectorized"] > 0),
+                     flop_fraction(col["n_unrolled"] > 0), flop_fraction(col["guarded"] > 0)])
     return np.concatenate([logs.sum(axis=0), logs.max(axis=0), glob])

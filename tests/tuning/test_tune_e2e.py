@@ -175,3 +175,23 @@ def test_sketch_rfactor_knob_gives_correct_row_reductions():
         np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-7)
         built += 1
     assert built >= 4
+
+
+def test_warm_start_learns_from_slow_records_too(db_url):
+    """The transfer set spans each other workload's records, not only its best ones (a ranker needs both)."""
+    from autosched.cost_model.xgb_model import XGBModel
+    from autosched.target import Target
+    from autosched.tuning import open_db, warm_start
+
+    other = Workload.create("matmul", 32, 32, 32)
+    asc.tune(other, "cpu", 16, db=db_url, batch_size=6, progress=False, seed=2, cost_model=None)
+    db = open_db(db_url)
+    target = Target.host()
+    throughputs = sorted(other.flops / r.median for r in db.records(other.key, target.key, ok_only=True))
+    assert len(throughputs) >= 14
+    model = XGBModel(seed=0, min_samples=4)
+    n = warm_start(model, db, target, exclude_key="some-other-workload", limit=9)
+    assert n == 9 and model.is_trained
+    used = np.sort(model._y)
+    slowest_quarter = throughputs[len(throughputs) // 4 - 1]
+    assert used[0] <= slowest_quarter and used[-1] > np.median(throughputs)  # slow and fast schedules both learned
