@@ -21,6 +21,7 @@ import traceback
 from collections.abc import Sequence
 from multiprocessing.connection import Connection
 
+from autosched.codegen.source import KernelSource
 from autosched.measure.builder import LocalBuilder, _Deadline, _deadline, _error, _is_schedule_error
 from autosched.measure.c_compiler import CompileError, CompileTimeout
 from autosched.measure.config import RunnerConfig
@@ -37,7 +38,7 @@ GPU_RUNNER_CONFIG = RunnerConfig(number=1, repeat=25, min_repeat_ms=0.0, timeout
 
 
 @functools.cache
-def gpu_name(index: int = 0) -> str:
+def gpu_name(index: int | str = 0) -> str:
     """The GPU's model ("NVIDIA H200") from nvidia-smi, without touching CUDA in this process."""
     try:
         out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader", f"--id={index}"],
@@ -50,9 +51,6 @@ def gpu_name(index: int = 0) -> str:
 
 def build_gpu_input(inp: MeasureInput, cache_dir: str | None = None, timeout: float = 60.0) -> BuildResult:
     """Render and compile one GPU candidate; every failure is a BuildResult with its code."""
-    from pathlib import Path
-
-    from autosched.measure.gpu_compile import compile_gpu
     from autosched.measure.instantiate import render_candidate
 
     t0 = time.perf_counter()
@@ -66,6 +64,18 @@ def build_gpu_input(inp: MeasureInput, cache_dir: str | None = None, timeout: fl
             return _error(ErrorCode.INSTANTIATION_ERROR, f"ScheduleError: {exc}", t0)
         where = traceback.format_exc(limit=-1).strip().splitlines()[-1]
         return _error(ErrorCode.INSTANTIATION_ERROR, f"instantiating the schedule failed: {where}", t0)
+    return build_gpu_source(source, cache_dir, timeout, t0)
+
+
+def build_gpu_source(source: KernelSource, cache_dir: str | None = None, timeout: float = 60.0,
+                     t0: float | None = None) -> BuildResult:
+    """Compile a rendered cuda/triton kernel into its artifact folder; failures are BuildResults.
+    (The GPU twin of `builder.build_source`; Ray build tasks call it for non-C sources.)"""
+    from pathlib import Path
+
+    from autosched.measure.gpu_compile import compile_gpu
+
+    t0 = time.perf_counter() if t0 is None else t0
     try:
         path = compile_gpu(source, Path(cache_dir) if cache_dir else None)
     except CompileTimeout as exc:
@@ -134,10 +144,18 @@ class GpuSandbox(KernelSandbox):
 
 
 class GpuDeviceWorker(DeviceWorker):
+    """One GPU: a `GpuSandbox` and the host-wide lock of that GPU.
+
+    `device_index` is the index the kernel process uses (within CUDA_VISIBLE_DEVICES, which a
+    Ray actor inherits already narrowed to its GPU); `physical_id` names the GPU on the host
+    (nvidia-smi's index, Ray's GPU id), so the lock and the device name are the host's, shared
+    by every process that times on that GPU."""
+
     def __init__(self, device_index: int = 0, *, worker_id: str | None = None,
-                 lock_path: str | os.PathLike | None | bool = True) -> None:
-        lock = default_lock_path(f"cuda{device_index}") if lock_path is True else lock_path
-        super().__init__(device=gpu_name(device_index), worker_id=worker_id, lock_path=lock or None)
+                 lock_path: str | os.PathLike | None | bool = True, physical_id: str | None = None) -> None:
+        phys = str(device_index) if physical_id is None else str(physical_id)
+        lock = default_lock_path(f"cuda{phys}") if lock_path is True else lock_path
+        super().__init__(device=gpu_name(phys), worker_id=worker_id, lock_path=lock or None)
         self.sandbox.close()
         self.sandbox = GpuSandbox(device_index)
 

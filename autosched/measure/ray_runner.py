@@ -2,7 +2,11 @@
 
 Embedded by default (`ray.init()` on this machine, no dashboard, a small object store) or
 connected to a cluster by address. Builds are plain tasks (the MeasureInput travels as JSON)
-and return the library bytes, so the run can happen on any node. Each node gets one CPU
+and return the artifact's bytes (a C library, or a cuda/triton artifact folder as a tar), so
+the run can happen on any node. cuda/triton candidates are built by the GPU builder, preferably
+on nodes that have GPUs (that is where CuPy's NVRTC and Triton are installed; soft affinity, so
+a cluster without GPU nodes still builds them), with `gpu_build_timeout` (a first Triton compile
+takes seconds), and run on GPU actors with `gpu_config` (one call per repeat, cold L2). Each node gets one CPU
 actor pinned to it (NodeAffinitySchedulingStrategy) and each GPU one actor (`num_gpus=1`),
 so a device is never timed by two runs at once. A CPU actor reserves `actor_num_cpus` (0 by
 default: the actor, not a CPU count, is what makes the device exclusive, and a whole-node
@@ -35,7 +39,7 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from autosched.codegen.source import KernelSource
 from autosched.measure.config import RunnerConfig
-from autosched.measure.ray_actors import DeviceActor, build_task, input_to_json
+from autosched.measure.ray_actors import DeviceActor, build_task, input_kind, input_to_json, pack_artifact
 from autosched.measure.reference import DagReferenceProvider, ReferenceCache, ReferenceProvider
 from autosched.measure.runner import failed_build_result, reference_error_result
 from autosched.measure.types import BuildResult, ErrorCode, MeasureInput, MeasureResult
@@ -73,8 +77,13 @@ class RayRunner:
         object_store_memory: int = 200_000_000,
         num_cpus: int | None = None,
         init_kwargs: dict | None = None,
+        gpu_config: RunnerConfig | None = None,
+        gpu_build_timeout: float = 120.0,
     ) -> None:
+        from autosched.measure.gpu_runner import GPU_RUNNER_CONFIG
+
         self.config = config or RunnerConfig()
+        self.gpu_config = gpu_config or GPU_RUNNER_CONFIG
         self._owns_ray = not ray.is_initialized()
         if self._owns_ray:
             kw = dict(init_kwargs or {})
@@ -87,11 +96,12 @@ class RayRunner:
         self.references = ReferenceCache(provider, self.config.seed)
         self.num_build_tasks = num_build_tasks
         self.build_timeout = build_timeout
+        self.gpu_build_timeout = gpu_build_timeout
         self.cache_dir = str(cache_dir) if cache_dir is not None else None
         self.max_retries = max_retries
         self.actor_num_cpus = actor_num_cpus
         self.per_actor_inflight = max(1, per_actor_inflight)
-        self.call_timeout = call_timeout or (self.config.timeout + 90.0)
+        self.call_timeout = call_timeout or (max(self.config.timeout, self.gpu_config.timeout) + 90.0)
         self._build_remote = ray.remote(num_cpus=1, max_retries=2)(build_task)
         self._actor_cls = ray.remote(max_restarts=0, max_concurrency=1)(DeviceActor)
         self._slots: dict[str, _Slot] = {}
@@ -103,14 +113,21 @@ class RayRunner:
 
     # ---------------------------------------------------------------- build
     def build(self, inputs: Sequence[MeasureInput]) -> list[BuildResult]:
-        return self._build([input_to_json(inp) for inp in inputs])
+        return self._build([input_to_json(inp) for inp in inputs], [input_kind(inp) for inp in inputs])
 
     def build_sources(self, sources: Sequence[KernelSource]) -> list[BuildResult]:
-        return self._build(list(sources))
+        return self._build(list(sources), ["cpu" if s.language == "c" else "gpu" for s in sources])
 
-    def _build(self, payloads: list[str | KernelSource]) -> list[BuildResult]:
+    def _gpu_build_options(self) -> list[dict]:
+        """Task options that place GPU builds on GPU nodes, round-robin (soft: anywhere if none)."""
+        nodes = [n["NodeID"] for n in self._alive_nodes() if n.get("Resources", {}).get("GPU", 0) > 0]
+        return [{"scheduling_strategy": NodeAffinitySchedulingStrategy(nid, soft=True)} for nid in nodes] or [{}]
+
+    def _build(self, payloads: list[str | KernelSource], kinds: list[str]) -> list[BuildResult]:
         limit = self.num_build_tasks or max(1, int(ray.cluster_resources().get("CPU", 1)))
-        backstop = 2 * self.build_timeout + 30.0
+        gpu_opts = self._gpu_build_options() if "gpu" in kinds else [{}]
+        timeouts = {"cpu": self.build_timeout, "gpu": self.gpu_build_timeout}
+        backstop = 2 * max(timeouts[k] for k in kinds) + 30.0 if kinds else 0.0
         results: list[BuildResult | None] = [None] * len(payloads)
         nodes = [""] * len(payloads)
         queue = deque(range(len(payloads)))
@@ -118,7 +135,10 @@ class RayRunner:
         while queue or inflight:
             while queue and len(inflight) < limit:
                 i = queue.popleft()
-                ref = self._build_remote.remote(payloads[i], self.cache_dir, self.build_timeout)
+                remote = self._build_remote
+                if kinds[i] == "gpu":
+                    remote = remote.options(**gpu_opts[i % len(gpu_opts)])
+                ref = remote.remote(payloads[i], self.cache_dir, timeouts[kinds[i]])
                 inflight[ref] = (i, time.monotonic())
             ready, _ = ray.wait(list(inflight), num_returns=1, timeout=1.0)
             for ref in ready:
@@ -178,7 +198,8 @@ class RayRunner:
                     opts.update(num_cpus=0, num_gpus=1)
                 else:
                     opts.update(num_cpus=self.actor_num_cpus)
-                handle = self._actor_cls.options(**opts).remote(kind, self.cache_dir, self.build_timeout)
+                timeout = self.gpu_build_timeout if kind == "gpu" else self.build_timeout
+                handle = self._actor_cls.options(**opts).remote(kind, self.cache_dir, timeout)
                 self._slots[key] = _Slot(kind, nid, handle)
         return [k for k, s in self._slots.items() if s.kind == kind]
 
@@ -196,8 +217,9 @@ class RayRunner:
         return ray.get([self._slots[k].handle.info.remote() for k in keys], timeout=self.call_timeout)
 
     # ---------------------------------------------------------------- run
-    def _reference_box(self, inp: MeasureInput, build: BuildResult) -> tuple[str | None, list | None]:
-        if not self.config.enable_check:
+    def _reference_box(self, inp: MeasureInput, build: BuildResult,
+                       config: RunnerConfig) -> tuple[str | None, list | None]:
+        if not config.enable_check:
             return None, None
         key, ref = self.references.get(inp, build.args)
         if key not in self._ref_objects:
@@ -209,7 +231,7 @@ class RayRunner:
     def _library(self, build: BuildResult) -> bytes | None:
         data = self._artifacts.get(build.source_hash)
         if data is None and build.artifact_path and Path(build.artifact_path).exists():
-            data = Path(build.artifact_path).read_bytes()
+            data = pack_artifact(build.artifact_path)
         return data
 
     def run(
@@ -234,13 +256,15 @@ class RayRunner:
             if build.error_code != ErrorCode.NO_ERROR:
                 finish(i, failed_build_result(build))
                 continue
+            kind = _device_kind(build)
+            config = self.gpu_config if kind == "gpu" else self.config
             try:
-                key, box = self._reference_box(inp, build)
+                key, box = self._reference_box(inp, build, config)
             except Exception as exc:
                 finish(i, reference_error_result(build, exc))
                 continue
-            jobs[i] = (input_to_json(inp), build, self._library(build), self.config, key, box)
-            queues[_device_kind(build)].append(i)
+            jobs[i] = (input_to_json(inp), build, self._library(build), config, key, box)
+            queues[kind].append(i)
         for kind, queue in queues.items():
             if queue:
                 self._ensure_actors(kind)

@@ -21,7 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-RAY = str(Path(sys.executable).with_name("ray"))
+# `python -m` rather than the `ray` console script: where Ray is unpacked from its wheel onto
+# PYTHONPATH (the device machine, see tools/device-wheels.sh) there is no script
+RAY = [sys.executable, "-m", "ray.scripts.scripts"]
 FAST_HEALTH = {
     "RAY_health_check_initial_delay_ms": "1000",
     "RAY_health_check_period_ms": "1000",
@@ -69,7 +71,7 @@ class LoopbackCluster:
 
     def _start(self, name: str, args: list[str]) -> subprocess.Popen:
         log = open(self.root / f"{name}.log", "wb")
-        cmd = [RAY, "start", "--block", f"--temp-dir={self.root / name}", "--disable-usage-stats",
+        cmd = [*RAY, "start", "--block", f"--temp-dir={self.root / name}", "--disable-usage-stats",
                f"--object-store-memory={self.object_store_memory}", *args]
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=self.env,
                                 start_new_session=True, cwd=self.root)
@@ -84,10 +86,10 @@ class LoopbackCluster:
             time.sleep(0.2)
         return proc
 
-    def start_head(self, name: str = "node_a", num_cpus: int = 1) -> None:
+    def start_head(self, name: str = "node_a", num_cpus: int = 1, num_gpus: int = 0) -> None:
         self._start(name, ["--head", f"--port={self.port}", "--node-ip-address=127.0.0.1",
-                           f"--num-cpus={num_cpus}", f"--resources={json.dumps({name: 1})}",
-                           "--include-dashboard=false"])
+                           f"--num-cpus={num_cpus}", f"--num-gpus={num_gpus}",
+                           f"--resources={json.dumps({name: 1})}", "--include-dashboard=false"])
 
     def start_worker(self, name: str = "node_b", num_cpus: int = 1, num_gpus: int = 0) -> None:
         self._start(name, [f"--address={self.address}", "--node-ip-address=127.0.0.1",

@@ -57,6 +57,23 @@ def spin_kernel(microseconds: float, tag: str = "") -> KernelSource:
     return KernelSource("c", code, "k_spin", ARGS)
 
 
+CUDA_BODIES = {
+    "good": "if (i < %(n)d) C[i] = A[i] + B[i];",
+    "wrong": "if (i < %(n)d) C[i] = A[i] - B[i];",
+    "fault": "C[(long long)i << 36] = A[0];",  # illegal address: the CUDA context is lost
+    "compile_error": "this is not CUDA;",
+}
+
+
+def cuda_kernel(kind: str, tag: str = "", n: int = N) -> KernelSource:
+    """A planted CUDA C kernel with the same arguments and reference (C = A + B) as `kernel`."""
+    code = (f'/* {tag} */\nextern "C" __global__ void k_{kind}(const float* A, const float* B, float* C) {{\n'
+            f"  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  {CUDA_BODIES[kind] % {'n': n}}\n}}\n")
+    args = ARGS if n == N else tuple(ArgSpec(a.name, (n,), a.dtype, a.is_output) for a in ARGS)
+    launch = {"grid": [(n + 255) // 256, 1, 1], "block": [256, 1, 1], "shared_bytes": 0}
+    return KernelSource("cuda", code, f"k_{kind}", args, ("-arch=sm_90",), launch)
+
+
 def measure_input(tag: str = "", workload: str = "add4096") -> MeasureInput:
     return MeasureInput(workload, '{"op": "planted_add"}', "cpu", f'[{{"tag": "{tag}"}}]')
 

@@ -7,11 +7,13 @@ each in its own session so that stopping a node kills exactly its pids (see loop
 from __future__ import annotations
 
 import os
+import shutil
 import time
+from pathlib import Path
 
 import pytest
 from loopback_cluster import LoopbackCluster
-from measure_kernels import AddReference, kernel, measure_input, spin_kernel
+from measure_kernels import AddReference, cuda_kernel, kernel, measure_input, spin_kernel
 
 from autosched.measure.config import RunnerConfig
 from autosched.measure.types import BuildResult, ErrorCode
@@ -83,12 +85,40 @@ def test_runs_land_on_both_nodes_and_gpus_get_actors(runner) -> None:
     assert {_node(r) for r in results[:n]} == set(ids.values())  # both nodes measured
     assert all(r.host and "cpu:" in r.device for r in results)
 
-    # a non-C kernel is routed to the GPU actor (node_b); this worker has no CUDA executor
+    # a non-C build whose bytes are no artifact folder: reported by the GPU actor (node_b), not fatal
     fake = BuildResult(builds[0].artifact_path, "k_spin", builds[0].args, "f" * 64, language="cuda")
     res = runner.run([measure_input("gpu")], [fake])[0]
-    assert _node(res) == ids["node_b"] and res.device == "gpu: 0"
-    assert res.error_code == ErrorCode.RUNTIME_ERROR and "'cuda'" in res.error_msg
+    assert _node(res) == ids["node_b"] and "cpu:" not in res.device
+    assert res.error_code == ErrorCode.RUNTIME_ERROR and "unpack" in res.error_msg, res.error_msg
     assert time.monotonic() - t0 < 90
+
+
+def test_cuda_sources_build_on_the_gpu_node_and_run_in_its_gpu_sandbox(runner, tmp_path) -> None:
+    """The GPU path without a GPU: cuda sources go to the GPU builder on the (fake) GPU node, the
+    artifact folder travels as a tar, and the GPU actor runs it in its GPU kernel process, which
+    has no CUDA here: each candidate comes back as an error result, the actor survives them."""
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc is needed to compile CUDA C without NVRTC")
+    ids = _node_ids()
+    srcs = [cuda_kernel("good", "ray"), cuda_kernel("compile_error", "ray")]
+    builds = runner.build_sources(srcs)
+    assert builds[0].error_code == ErrorCode.NO_ERROR, builds[0].error_msg
+    assert builds[1].error_code == ErrorCode.COMPILE_ERROR and "nvcc" in builds[1].error_msg
+    assert runner.build_nodes == [ids["node_b"]] * 2  # soft affinity: the node that has the GPU
+    assert builds[0].language == "cuda" and Path(builds[0].artifact_path, "kernel.cubin").exists()
+    Path(builds[0].artifact_path, "kernel.cubin").unlink()  # the actor must use the shipped copy
+    results = runner.run([measure_input("cuda0"), measure_input("cuda1"), measure_input("c")],
+                         [builds[0], builds[1], runner.build_sources([kernel("good", "after_cuda")])[0]])
+    gpu, failed, cpu = results
+    assert _node(gpu) == ids["node_b"] and "kernel-pid=" in gpu.worker_id and "cpu:" not in gpu.device
+    assert gpu.error_code in (ErrorCode.RUNTIME_ERROR, ErrorCode.WORKER_CRASHED), gpu.error_msg
+    assert "no executor" not in gpu.error_msg  # the GPU kernel process, not the C one, ran it
+    print("GPU kernel process without CUDA:", gpu.error_msg[:300])
+    assert failed.error_code == ErrorCode.COMPILE_ERROR and cpu.ok
+    shipped = [p for p in Path(runner.cache_dir, "shipped").iterdir() if p.name.startswith("cuda-")]
+    assert [sorted(f.name for f in p.iterdir()) for p in shipped] == [["kernel.cu", "kernel.cubin", "launch.json"]]
+    again = runner.run([measure_input("cuda2")], builds[:1])[0]  # the actor lived through it
+    assert _node(again) == ids["node_b"] and again.error_code == gpu.error_code
 
 
 def test_killing_a_node_mid_batch_still_gives_every_result(cluster, runner) -> None:
