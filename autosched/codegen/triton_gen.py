@@ -12,7 +12,8 @@ How the output stage's loops map (the schedule is the same data as for the other
 Producers are inlined or computed at a loop of the output (row reductions of softmax/layernorm,
 the matmul of dense+bias+relu): they are evaluated on the output's tile at that loop, and loads
 with identical addresses are emitted once, so softmax reads each row once. Pragmas `num_warps`
-and `num_stages` set the launch. What this mapping cannot express is refused (ScheduleError).
+and `num_stages` set the launch; `welford` fuses a chunked mean/variance pair (triton_welford.py).
+What this mapping cannot express is refused (ScheduleError).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Sequence
 from autosched.codegen.source import KernelSource
 from autosched.codegen.triton_expr import HALF, TL_DTYPES, ExprRenderer, Layout, literal
 from autosched.codegen.triton_plan import _COMBINE, _GRID_TAGS, _PTR, _REDUCE_FN, TritonPlan, _Red, _refuse
+from autosched.codegen.triton_welford import WelfordMixin
 from autosched.measure.types import ArgSpec
 from autosched.schedule import arith
 from autosched.schedule.ir import LoweredFunc
@@ -31,7 +33,7 @@ from autosched.te.expr import Binary, Const, Expr, TensorRead, Var, walk
 from autosched.te.tensor import Tensor
 
 
-class TritonLowering(TritonPlan, ExprRenderer):
+class TritonLowering(TritonPlan, WelfordMixin, ExprRenderer):
     def __init__(self, sched, args: Sequence[Tensor], name: str) -> None:
         self.low = Lowerer(sched.state, list(args), "triton", name)
         self.name = name
@@ -44,6 +46,7 @@ class TritonLowering(TritonPlan, ExprRenderer):
         self.indent = 1
         self.ntemp = 0
         self.values: dict[tuple, tuple[str, set[int]]] = {}
+        self.evict: dict[str, str] = {}  # input tensor -> eviction policy of its loads (welford passes)
 
     # ---- emission helpers ---------------------------------------------------------------------
     def emit(self, text: str) -> None:
@@ -103,9 +106,11 @@ class TritonLowering(TritonPlan, ExprRenderer):
         if mask:
             if mask_extra and self.extra_dims - dims:  # a select condition over more dims than the address
                 ptr = f"tl.broadcast_to({ptr}, {layout.shape(dims | self.extra_dims, self.dims)})"
-            text = f"tl.load({ptr}, mask={mask}, other=0)"
+            text = f"tl.load({ptr}, mask={mask}, other=0"
         else:
-            text = f"tl.load({ptr})"
+            text = f"tl.load({ptr}"
+        policy = self.evict.get(st.name)
+        text += f', eviction_policy="{policy}")' if policy else ")"
         if node.dtype in HALF and not getattr(self, "raw_loads", False):
             text += ".to(tl.float32)"
         return self.temp(text), dims
@@ -186,9 +191,17 @@ class TritonLowering(TritonPlan, ExprRenderer):
         leaves = [lp for lp in R.leaf_loops if lp.kind != "reduce"]
         self.conds = self.pad_conds(leaves, ext) + list(self.infR.derived.guards)
         pending = [r for r in self.reds if r.deps]
+        fused: set[int] = set()
         for level in range(len(self.serial) + 1):
             for r in [r for r in pending if r.pos == level]:
-                self.emit_stage_value(r)
+                if id(r) in fused:
+                    continue
+                pair = self.welford_partner(r, pending) if self.pragmas.get("welford") else None
+                if pair is not None:
+                    fused.add(id(pair[0]))
+                    self.emit_welford(r, *pair)
+                else:
+                    self.emit_stage_value(r)
             if level < len(self.serial):
                 lp = self.serial[level]
                 static = R.annotations.get(lp.name) == "unroll"

@@ -7,7 +7,8 @@ The op class comes from the DAG, as in the CPU sketch rules:
   cooperative fetch, and the knobs of lower_gpu's passes: 128-bit fetch, shared layout, double
   buffering, grouped block order; on triton, BLOCK_M/N/K, num_warps, num_stages and the GROUP_M program order;
 - *rowwise* (an element-wise output fed by row reductions: softmax, layernorm): on triton, rows
-  per program, the row chunk (whole row or a loop over chunks) and warps; on cuda a correct
+  per program, the row chunk (whole row or a loop over chunks), warps, and Welford fusion of a
+  chunked mean/variance pair; on cuda a correct
   one-thread-per-row fallback;
 - *reduce* (a reduction output without reuse) and *elementwise* (gelu, bias+relu): blocked.
 Validity predicates drop configs that break the device limits (threads per block, register
@@ -137,13 +138,26 @@ def _triton_rowwise(dag: ComputeDAG):
         cfg.define_knob("rows", (1, 2, 4))
         cfg.define_knob("block_n", tuple(c for c in (0, 512, 1024, 2048) if c < n))
         cfg.define_knob("num_warps", (4, 8, 16))
+        cfg.define_knob("welford", (0, 1))
         gt.triton_rowwise(s, cfg["rows"], cfg["block_n"] or None, cfg["num_warps"])
+        if cfg["welford"]:
+            welford(s)
 
     def valid(v: dict) -> bool:
         cols = v["block_n"] or n
-        return v["rows"] * cols <= 16384
+        # welford only changes chunked kernels (block_n > 0): drop the duplicates of the others
+        return v["rows"] * cols <= 16384 and not (v["welford"] and not v["block_n"])
 
     return tmpl, valid
+
+
+def welford(s) -> None:
+    """Pragma `welford` on the output's program loop: a chunked mean/variance pair is walked in one
+    Welford pass, then the output pass (see codegen/triton_welford.py); other kernels ignore it."""
+    out = s.dag.outputs[0].name
+    stage = next(st for st in s.state.stages if st.name == out)
+    loop = next(lname for lname, tag in stage.bindings.items() if tag == "blockIdx.x")
+    s[out].pragma(loop, "welford", 1)
 
 
 def _triton_elementwise(dag: ComputeDAG):

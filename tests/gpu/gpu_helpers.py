@@ -62,10 +62,21 @@ TRITON_CASES = {
     "softmax": (lambda: Workload.create("softmax", 6, 100), lambda s: gt.triton_rowwise(s, 1)),
     "softmax_chunked": (lambda: Workload.create("softmax", 8, 200), lambda s: gt.triton_rowwise(s, 2, 64)),
     "layernorm": (lambda: Workload.create("layernorm", 5, 96), lambda s: gt.triton_rowwise(s, 2)),
+    "layernorm_welford": (lambda: Workload.create("layernorm", 6, 256), lambda s: welford(gt.triton_rowwise(s, 2, 64))),
+    "layernorm_welford_uneven": (lambda: Workload.create("layernorm", 5, 200),  # padded chunks: not fused
+                                 lambda s: welford(gt.triton_rowwise(s, 1, 64))),
+    "softmax_welford": (lambda: Workload.create("softmax", 4, 256), lambda s: welford(gt.triton_rowwise(s, 1, 64))),
     "gelu": (lambda: Workload.create("gelu", 1000), lambda s: gt.triton_elementwise(s, 256)),
     "bias_relu": (lambda: bias_relu(33, 70), lambda s: gt.triton_elementwise(s, 512)),
     "reduce": (lambda: Workload.create("reduce", (6, 50), 1), lambda s: gt.triton_reduce(s, 4, 16)),
 }
+
+
+def welford(s: Schedule) -> Schedule:
+    from autosched.schedule.space_gpu import welford as pragma
+
+    pragma(s)
+    return s
 
 
 def case(table: dict, name: str) -> tuple[Workload, Schedule]:

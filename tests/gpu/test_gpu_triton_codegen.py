@@ -46,15 +46,19 @@ def test_triton_kernel_matches_reference_interpreted(name, interpreted):
 
 
 @pytest.mark.parametrize("name,dtype", [("matmul", "bfloat16"), ("matmul", "float32"), ("softmax", None),
-                                        ("layernorm", None)])
+                                        ("layernorm", None), ("layernorm", "welford")])
 def test_triton_kernels_compile_ahead_of_time_for_sm90(name, dtype):
     from autosched.measure.gpu_compile import compile_triton
 
     if name == "matmul":
         s, args = gt.triton_matmul(256, 256, 128, bm=128, bn=128, bk=64, dtype=dtype)
     else:
+        from gpu_helpers import welford
+
         w = Workload.create(name, 64, 1024)
-        s, args = gt.triton_rowwise(Schedule(w.dag), 1, None, 4), w.tensors()
+        s, args = gt.triton_rowwise(Schedule(w.dag), 1, 256 if dtype else None, 4), w.tensors()
+        if dtype == "welford":
+            welford(s)
     src, _ = asc.render(s, args, "triton")
     d = compile_triton(src, aot=True)
     meta = (d / "launch.json").read_text()
@@ -82,6 +86,31 @@ def test_softmax_reads_each_row_once():
     w = Workload.create("softmax", 64, 1024)
     code = asc.render(gt.triton_rowwise(Schedule(w.dag), 1), w.tensors(), "triton")[0].code
     assert code.count("tl.load(") == 1
+
+
+def test_welford_walks_a_chunked_layernorm_row_twice_not_three_times():
+    from gpu_helpers import welford
+
+    w = Workload.create("layernorm", 64, 4096)
+    plain = asc.render(gt.triton_rowwise(Schedule(w.dag), 1, 1024), w.tensors(), "triton")[0].code
+    fused = asc.render(welford(gt.triton_rowwise(Schedule(w.dag), 1, 1024)), w.tensors(), "triton")[0].code
+    assert plain.count("tl.load(X_ptr") == 3 and "evict" not in plain
+    assert fused.count("tl.load(X_ptr") == 2 and fused.count("for ") == 2
+    assert 'eviction_policy="evict_last"' in fused and 'eviction_policy="evict_first"' in fused
+    # a chunk that does not divide the row (masked lanes) and softmax's max/sum pair are left as they were
+    for name, n in (("layernorm", 200), ("softmax", 256)):
+        w = Workload.create(name, 8, n)
+        code = asc.render(welford(gt.triton_rowwise(Schedule(w.dag), 1, 64)), w.tensors(), "triton")[0].code
+        assert code == asc.render(gt.triton_rowwise(Schedule(w.dag), 1, 64), w.tensors(), "triton")[0].code
+
+
+def test_welford_knob_in_the_triton_space():
+    from autosched.schedule.space_gpu import _triton_rowwise
+
+    w = Workload.create("layernorm", 64, 4096)
+    _, valid = _triton_rowwise(w.dag)
+    assert valid({"rows": 1, "block_n": 1024, "num_warps": 8, "welford": 1})
+    assert not valid({"rows": 1, "block_n": 0, "num_warps": 8, "welford": 1})  # a duplicate of welford 0
 
 
 def test_thread_bindings_are_refused_with_a_reason():
