@@ -107,6 +107,9 @@ class CostModel(ABC):
         self._x = np.zeros((0, 0))
         self._y = np.zeros(0)
         self._g: list[Hashable] = []
+        self.focus_group: Hashable | None = None
+        """The group (workload) whose candidates are being ranked: the last one `update` saw. Models
+        may weigh other groups' (transferred) records down as this group's own records accumulate."""
 
     # ---- data ----------------------------------------------------------------------------------------
     @property
@@ -149,6 +152,8 @@ class CostModel(ABC):
     def update(self, features: FeatureInput, throughputs: Any, groups: Any = None) -> None:
         """Online step after a measured batch: add the batch to the accumulated data and retrain."""
         self._append(features, throughputs, groups)
+        if self._g:
+            self.focus_group = self._g[-1]
         self._train(warm_start=True)
 
     def fit_from_records(self, records: Iterable[tuple[Any, Any, Hashable]]) -> None:

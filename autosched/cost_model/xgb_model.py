@@ -105,12 +105,29 @@ class XGBModel(CostModel):
                 labels[ok] = 1 + np.floor(rank / max(ok.size, 1) * (self.ndcg_levels - 1))
         return labels
 
+    def group_weights(self, gid: np.ndarray, table: dict[Any, int]) -> np.ndarray:
+        """One weight per group id (0..n-1). Transferred groups together weigh no more than the focus
+        group's own records once it has some: warm-start data then guides the first batches, and the
+        workload's own measurements take over as they come (records of another operator otherwise
+        outnumber them and keep steering the search to what was fast *there*)."""
+        w = np.ones(len(table))
+        focus = table.get(self.focus_group) if self.focus_group is not None else None
+        if focus is None:
+            return w
+        counts = np.bincount(gid, minlength=len(table)).astype(np.float64)
+        own, foreign = counts[focus], counts.sum() - counts[focus]
+        if foreign > 0:
+            w[:] = min(1.0, own / foreign)
+            w[focus] = 1.0
+        return w
+
     def _dmatrix(self) -> xgb.DMatrix:
         table: dict[Any, int] = {}
         gid = np.array([table.setdefault(g, len(table)) for g in self._g], dtype=np.int64)
         order = np.argsort(gid, kind="stable")  # XGBoost wants each query group contiguous
         labels = self._labels(self._y, gid)
-        return xgb.DMatrix(self._x[order].astype(np.float32), label=labels[order], qid=gid[order], nthread=self.nthread)
+        return xgb.DMatrix(self._x[order].astype(np.float32), label=labels[order], qid=gid[order],
+                           weight=self.group_weights(gid, table), nthread=self.nthread)
 
     def _train(self, *, warm_start: bool) -> None:
         if self.n_samples < max(self.min_samples, 2):

@@ -201,3 +201,20 @@ def test_input_validation(trained) -> None:
     one_row = trained.predict(np.zeros(N_FEATURES))  # a single 1-D row is accepted
     assert one_row.shape == (1,)
     assert trained.predict([np.zeros(N_FEATURES), np.ones(N_FEATURES)]).shape == (2,)
+
+
+def test_transferred_groups_weigh_no_more_than_the_workloads_own_records() -> None:
+    rng = np.random.default_rng(0)
+    m = XGBModel(seed=0, min_samples=4, num_rounds=5)
+    m.fit_from_records([(rng.random((60, 5)), rng.random(60), "other-a"),
+                        (rng.random((20, 5)), rng.random(20), "other-b")])
+    table, gid = {"other-a": 0, "other-b": 1}, np.array([0] * 60 + [1] * 20)
+    assert m.focus_group is None
+    np.testing.assert_allclose(m.group_weights(gid, table), [1.0, 1.0])  # pure transfer: all groups alike
+    m.update(rng.random((16, 5)), rng.random(16), ["mine"] * 16)
+    assert m.focus_group == "mine" and m.is_trained
+    table["mine"] = 2
+    gid = np.array([0] * 60 + [1] * 20 + [2] * 16)
+    np.testing.assert_allclose(m.group_weights(gid, table), [0.2, 0.2, 1.0])  # 16 own vs 80 foreign
+    gid = np.array([0] * 60 + [1] * 20 + [2] * 200)
+    np.testing.assert_allclose(m.group_weights(gid, table), [1.0, 1.0, 1.0])  # own data outnumbers: capped at 1
