@@ -8,7 +8,6 @@ every candidate checked against the numpy reference. Skipped without a CUDA GPU 
 from __future__ import annotations
 
 import math
-import os
 import sys
 from pathlib import Path
 
@@ -22,25 +21,14 @@ pytestmark = [pytest.mark.gpu, pytest.mark.ray, pytest.mark.slow, pytest.mark.ti
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (device machine)")]
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "measure"))
-from loopback_cluster import LoopbackCluster  # noqa: E402
+from loopback_cluster import running_cluster  # noqa: E402
 from measure_kernels import AddReference, cuda_kernel, measure_input  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def cluster():
-    old = os.environ.get("RAY_AUTH_MODE")
-    os.environ["RAY_AUTH_MODE"] = "disabled"  # the driver too (Ray 2.60 default: token auth)
-    c = LoopbackCluster()
-    try:
-        c.start_head("gpu_node", num_cpus=4, num_gpus=1)
+    with running_cluster(lambda c: c.start_head("gpu_node", num_cpus=4, num_gpus=1)) as c:
         yield c
-    finally:
-        c.stop()
-        assert c.leftover_pids() == []
-        if old is None:
-            os.environ.pop("RAY_AUTH_MODE", None)
-        else:
-            os.environ["RAY_AUTH_MODE"] = old
 
 
 def test_gpu_actor_checks_planted_kernels_and_survives_a_fault(cluster, tmp_path):

@@ -19,6 +19,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 # `python -m` rather than the `ray` console script: where Ray is unpacked from its wheel onto
@@ -132,3 +134,22 @@ class LoopbackCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+@contextmanager
+def running_cluster(start: Callable[[LoopbackCluster], None]) -> Iterator[LoopbackCluster]:
+    """A started loopback cluster with Ray's token auth off (driver too); stopped by process id on exit,
+    with a check that nothing it started is left, and the caller's RAY_AUTH_MODE restored."""
+    old = os.environ.get("RAY_AUTH_MODE")
+    os.environ["RAY_AUTH_MODE"] = "disabled"  # Ray 2.60 default: token auth
+    c = LoopbackCluster()
+    try:
+        start(c)
+        yield c
+    finally:
+        c.stop()
+        assert c.leftover_pids() == []
+        if old is None:
+            os.environ.pop("RAY_AUTH_MODE", None)
+        else:
+            os.environ["RAY_AUTH_MODE"] = old

@@ -6,13 +6,12 @@ each in its own session so that stopping a node kills exactly its pids (see loop
 
 from __future__ import annotations
 
-import os
 import shutil
 import time
 from pathlib import Path
 
 import pytest
-from loopback_cluster import LoopbackCluster
+from loopback_cluster import LoopbackCluster, running_cluster
 from measure_kernels import AddReference, cuda_kernel, kernel, measure_input, spin_kernel
 
 from autosched.measure.config import RunnerConfig
@@ -27,20 +26,12 @@ def _node(result) -> str:
 
 @pytest.fixture(scope="module")
 def cluster():
-    old = os.environ.get("RAY_AUTH_MODE")
-    os.environ["RAY_AUTH_MODE"] = "disabled"  # the driver too (Ray 2.60 default: token auth)
-    c = LoopbackCluster()
-    try:
+    def start(c: LoopbackCluster) -> None:
         c.start_head("node_a")
         c.start_worker("node_b", num_gpus=1)
+
+    with running_cluster(start) as c:
         yield c
-    finally:
-        c.stop()
-        assert c.leftover_pids() == []
-        if old is None:
-            os.environ.pop("RAY_AUTH_MODE", None)
-        else:
-            os.environ["RAY_AUTH_MODE"] = old
 
 
 @pytest.fixture(scope="module")
