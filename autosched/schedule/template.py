@@ -85,6 +85,8 @@ class TemplateSpace:
         if not cfg.knobs:
             raise ScheduleError("the template defines no knobs (cfg.define_knob / cfg.define_split)")
         self.space = ConfigSpace(tuple(cfg.knobs))
+        self.seeds: tuple[dict[str, Any], ...] = ()
+        """Knob values (one dict per config) that tuners measure first; set by the space's rules."""
 
     def apply(self, config) -> Schedule:
         cfg = _Config(self.space.values(config))

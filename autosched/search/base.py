@@ -61,6 +61,7 @@ class Searcher(ABC):
         self._valid_cache: dict[Config, bool] = {}
         self._best: tuple[Config | None, float] = (None, math.inf)
         self._exhausted = False
+        self._seeds: list[Config] = []
         self._setup()
 
     # ---- options -------------------------------------------------------------------------------
@@ -104,6 +105,26 @@ class Searcher(ABC):
         return "\n".join(f"{k} (default {d!r}): {desc}" for k, (d, desc) in cls.OPTIONS.items())
 
     # ---- public interface ----------------------------------------------------------------------
+    def add_seeds(self, configs: Iterable[Sequence[int]]) -> None:
+        """Configs to propose before anything else (a space's rule-derived starting points).
+
+        They go through the same freshness and validity filter as every proposal, so a seed already
+        measured (a resumed run) or invalid on this workload is skipped, never measured twice.
+        """
+        for c in configs:
+            c = self.space.check(c)
+            if c not in self._seeds:
+                self._seeds.append(c)
+
+    def _take_seeds(self, n: int) -> list[Config]:
+        """Up to ``n`` fresh seeds, in the order they were added."""
+        out: list[Config] = []
+        while self._seeds and len(out) < n:
+            c = self._seeds.pop(0)
+            if c not in out and self._is_fresh(c):
+                out.append(c)
+        return out
+
     def propose(self, n: int) -> list[Config]:
         """Up to ``n`` distinct, valid configs never measured nor outstanding.
 
@@ -113,9 +134,9 @@ class Searcher(ABC):
             raise ValueError(f"propose(n) needs n >= 0, got {n}")
         if n == 0 or self.exhausted:
             return []
-        out: list[Config] = []
-        chosen: set[Config] = set()
-        for c in self._propose(n):
+        out = self._take_seeds(n)
+        chosen = set(out)
+        for c in (self._propose(n - len(out)) if len(out) < n else ()):
             if len(out) == n:
                 break
             c = tuple(int(i) for i in c)

@@ -97,6 +97,8 @@ class GridSearcher(Searcher):
             raise ValueError(f"propose(n) needs n >= 0, got {n}")
         if n == 0 or self.exhausted:
             return []
-        out = [c for c in self._propose(n) if self._is_fresh(c)]
+        out = self._take_seeds(n)
+        if len(out) < n:
+            out += [c for c in self._propose(n - len(out)) if self._is_fresh(c) and c not in out]
         self._pending.update(out)
         return out

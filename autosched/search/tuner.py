@@ -85,6 +85,10 @@ class TaskTuner:
         predictor = self._predict if self.model is not None else None
         self.searcher = make_searcher(options.searcher, self.space.space, seed=options.seed, predictor=predictor,
                                       options=options.searcher_options or None)
+        # a space may carry rule-derived starting points (GPU gemm: device-sized tiles); measured first
+        seeds = getattr(self.space, "seeds", ())
+        if seeds:
+            self.searcher.add_seeds(self.space.space.index_of(v) for v in seeds)
         self.known = dict(known or {})  # steps_hash -> cost from the database
         self.on_batch = on_batch
         self.best_cost, self.best_steps = math.inf, None

@@ -151,6 +151,22 @@ def test_warm_start_with_foreign_measurements(name: str) -> None:
     assert not {c for c, _ in proposed} & set(prior)
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_seeds_are_proposed_first_and_only_once(name: str) -> None:
+    obj = tile_objective(small=True)
+    s = make_searcher(name, obj.space, seed=0, predictor=obj.predictor(0.2, 0))
+    a, b, measured = obj.space.config_at(5), obj.space.config_at(77), obj.space.config_at(140)
+    s.update([measured], obj.costs([measured]))
+    s.add_seeds([a, measured, b, a])  # a measured seed is skipped; a repeated one is kept once
+    first = s.propose(3)
+    assert first[:2] == [a, b] and len(first) == 3 and measured not in first
+    s.update(first, obj.costs(first))
+    later = [c for c, _ in run_search(s, obj, 40, 8)]
+    assert a not in later and b not in later
+    with pytest.raises(ValueError, match="does not fit"):
+        s.add_seeds([(99, 0, 0, 0, 0)])
+
+
 def test_update_validates_its_input() -> None:
     s = make_searcher("random", tile_objective(small=True).space, seed=0)
     c = s.propose(2)
