@@ -13,20 +13,28 @@ The op class comes from the DAG, as in the CPU sketch rules:
 - *reduce* (a reduction output without reuse) and *elementwise* (gelu, bias+relu): blocked.
 Validity predicates drop configs that break the device limits (threads per block, register
 tile, shared memory for Triton's pipeline stages) before anything is built.
+
+Each space also carries *seeds* (`TemplateSpace.seeds`): a handful of configurations derived by
+rule from the workload's shapes and the device limits, which the tuner measures in its first
+batch (see `gemm_seeds_cuda`, `gemm_seeds_triton`, `rowwise_seeds`, `elementwise_seeds`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from autosched.schedule import gpu_templates as gt
 from autosched.schedule.knobs import Config
-from autosched.schedule.space import has_reuse
+from autosched.schedule.space import divisors, has_reuse
 from autosched.schedule.template import TemplateSpace
 from autosched.te.dag import ComputeDAG
+from autosched.te.expr import IterVar, TensorRead, walk
 from autosched.workload import Workload
 
 SMEM_BYTES = 227 * 1024
+SM_COUNT = 132
+"""Multiprocessors of the H100/H200 SXM: a grid of fewer blocks than this leaves part of the chip idle."""
 _BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
 
 
@@ -52,6 +60,28 @@ def _pow2_upto(n: int, choices) -> list[int]:
 # ---- cuda --------------------------------------------------------------------------------------
 
 
+_THREADS, _INNER, _VTHREADS = (1, 2, 4, 8, 16, 32), (1, 2, 4, 8), (1, 2, 4)
+
+
+def _cuda_trips(n: int) -> list[tuple[int, int, int]]:
+    """(virtual threads, threads, inner) choices of a spatial axis of extent n: a thread owns v
+    register tiles of i elements, t*i apart. Powers of two that divide n, plus n's own small
+    divisors (an axis of 14 tiles as 7 x 2); an extent that is not a multiple of 32 (1000, 14)
+    also gets tiles that do not divide it (the last block is guarded)."""
+    small = {d for d in divisors(n) if d <= 32}
+    ts = sorted(set(_THREADS) | small)
+    ins = sorted(set(_INNER) | {d for d in small if d <= 8})
+    ragged = n % 32 != 0
+    trip = [(v, t, i) for v in _VTHREADS for t in ts for i in ins
+            if (v == 1 or i >= 2) and (n % (v * t * i) == 0 or (ragged and v * t * i <= n))]
+    return trip or [(1, 1, 1)]
+
+
+def _cuda_rk(n: int) -> list[int]:
+    """Reduction steps per shared-memory stage along a reduce axis of extent n."""
+    return sorted(set(_divides(n, (1, 2, 4, 8, 16, 32)) + ([n] if n <= 32 else [])))
+
+
 def _cuda_gemm(dag: ComputeDAG):
     out = dag.outputs[0].op
     red = next(t.op for t in reversed(dag.computes) if t.op.reduce_axis)
@@ -60,12 +90,9 @@ def _cuda_gemm(dag: ComputeDAG):
 
     def tmpl(cfg, s, tensors) -> None:
         for d, n in enumerate(sp):
-            # (virtual threads, threads, inner): a thread owns v register tiles of i, t*i apart
-            trip = [(v, t, i) for v in (1, 2, 4) for t in (1, 2, 4, 8, 16, 32) for i in (1, 2, 4, 8)
-                    if n % (v * t * i) == 0 and (v == 1 or i >= 2)]
-            cfg.define_knob(f"tile{d}", trip or [(1, 1, 1)])
+            cfg.define_knob(f"tile{d}", _cuda_trips(n))
         for r, n in enumerate(rk):
-            cfg.define_knob(f"rk{r}", sorted(set(_divides(n, (1, 2, 4, 8, 16, 32)) + ([n] if n <= 32 else []))))
+            cfg.define_knob(f"rk{r}", _cuda_rk(n))
         cfg.define_knob("vector_fetch", (1, 4))
         cfg.define_knob("smem_layout", (0, 1, 2))
         cfg.define_knob("double_buffer", (0, 1, 2))
@@ -83,6 +110,155 @@ def _cuda_gemm(dag: ComputeDAG):
         return 32 <= threads <= 1024 and regs <= 128
 
     return tmpl, valid
+
+
+# ---- rule-derived seeds -------------------------------------------------------------------------
+#
+# Like cuBLAS's heuristics or the config list of a Triton autotune, the search starts from
+# device-sized tiles and improves from there: the seeds below are a handful of configurations
+# derived by rule from the workload's shapes and the device limits (never from one benchmark's
+# sizes), measured in the tuner's first batch. A seed that is not a config of the space or fails
+# its validity predicate is dropped (gpu_space).
+
+CUDA_GEMM_SHAPES = ((128, 128, 8, 16), (128, 128, 16, 8), (128, 128, 8, 8), (64, 128, 8, 8), (128, 64, 8, 8),
+                    (64, 64, 8, 8))
+"""(block extent A side, B side, per-thread extent A side, B side): SIMT SGEMM block shapes,
+128x128 with 128 threads of 8x16 values first (float4 reads of both operands from shared memory
+feed 4x4 FMAs each), then 256 threads of 8x8, half blocks and 64x64 (small problems, full waves)."""
+CUDA_BK = 16
+"""Reduction steps per shared-memory stage (double-buffered: 2 x 16 x (128 + 128) floats = 32 KB);
+the first shape is also seeded with half and twice as many."""
+
+
+def _operand_sides(red) -> tuple[list[int], list[int]]:
+    """The reduction's spatial dims (positions) on each operand side: those only the first re-used
+    operand indexes (M: rows of A; a conv's batch and pixels) and those only the others index (N:
+    columns of B; a conv's output channels). Dims every operand indexes (a batch) are on neither."""
+    pos = {id(a): d for d, a in enumerate(red.axis)}
+    used: dict[str, set[int]] = {}
+    for node in walk(red.body.source):
+        if isinstance(node, TensorRead):
+            used.setdefault(node.tensor.name, set()).update(
+                pos[id(v)] for i in node.indices for v in walk(i) if isinstance(v, IterVar) and id(v) in pos)
+    ops = [u for u in used.values() if len(u) < len(pos)]
+    if len(ops) >= 2:
+        rest = set().union(*ops[1:])
+        a, b = sorted(ops[0] - rest), sorted(rest - ops[0])
+        if a and b:
+            return a, b
+    nd = len(pos)
+    return list(range(nd - 1)), [nd - 1]
+
+
+def _pow2_divisors(n: int) -> list[int]:
+    return [1 << k for k in range(n.bit_length()) if n % (1 << k) == 0]
+
+
+def _block_factor(n: int, budget: float) -> int:
+    """The largest block tile <= budget along an axis of extent n: a power-of-two divisor; the whole
+    axis when it fits; any divisor when n has no power-of-two factor of 8 (14 = 2 x 7). When no
+    such tile reaches half the budget and n is not a multiple of 32 (1000), a guarded power of two
+    whose last block is partly empty, when that idles at most 10% of the axis's tiles."""
+    budget = max(budget, 1)
+    exact = set(_pow2_divisors(n))
+    if n <= budget:
+        exact.add(n)
+    if n % 8:
+        exact.update(divisors(n))
+    best = max(c for c in exact if c <= budget)
+    guarded = 1 << (int(budget).bit_length() - 1)
+    if n % 32 and n > budget and best < budget / 2 and -(-n // guarded) * guarded <= 1.1 * n:
+        best = guarded
+    return best
+
+
+def _vthread_inner(r: int) -> tuple[int, int] | None:
+    """(virtual threads, inner) with v * i = r values per thread: 4-wide inner tiles when possible
+    (128-bit shared reads, tiles strided by threads x 4), else one tile of r."""
+    for v, i in ((r // 4, 4), (1, r), (r // 2, 2)):
+        if v * i == r and v in _VTHREADS and (v == 1 or i >= 2):
+            return v, i
+    return None
+
+
+def _thread_split(n: int, b: int, regs: float) -> tuple[int, int, int]:
+    """(v, t, i) of a block tile b along an axis of extent n: the most values per thread <= regs
+    (the fewest above it when none fits) that the space has."""
+    trips, above = set(_cuda_trips(n)), None
+    for r in sorted(divisors(b), reverse=True):
+        vi = _vthread_inner(r)
+        if vi is None or (vi[0], b // r, vi[1]) not in trips:
+            continue
+        if r <= regs:
+            return vi[0], b // r, vi[1]
+        above = (vi[0], b // r, vi[1])
+    return above or (1, 1, 1)
+
+
+def _side_tiles(dims: list[int], sp: list[int], block: float, regs: float) -> dict[int, tuple[int, int, int]]:
+    """Spread a side's block extent and per-thread extent over its dims, innermost first."""
+    tiles = {}
+    for d in reversed(dims):
+        b = _block_factor(sp[d], block)
+        v, t, i = _thread_split(sp[d], b, regs)
+        tiles[d] = (v, t, i)
+        block, regs = block / (v * t * i), regs / (v * i)
+    return tiles
+
+
+def gemm_seeds_cuda(dag: ComputeDAG) -> list[dict[str, Any]]:
+    """Seeds of the cuda gemm space: each shape of CUDA_GEMM_SHAPES spread over the operand sides'
+    dims (innermost first, by divisibility; batch dims one per block); reduction axes of a window
+    (a conv's 3x3) whole, the main one by CUDA_BK steps, at least 4; float4 fetch when the
+    innermost output tile and reduction step are multiples of 4; the reduction-major padded shared
+    layout; double buffering when there are two steps or more (a block of fewer than 32 threads
+    takes fewer values per thread, halved until it has a warp); blocks grouped by 8 along M when M
+    is the first axis and has more than 8 blocks, a multiple of 8 (L2 reuse of B). Seeds whose grid
+    fills the device (SM_COUNT blocks or more) come first."""
+    out = dag.outputs[0].op
+    red = next(t.op for t in reversed(dag.computes) if t.op.reduce_axis)
+    sp = [a.extent for a in out.axis]
+    rk = [a.extent for a in red.reduce_axis]
+    side_a, side_b = _operand_sides(red)
+    main = max(range(len(rk)), key=lambda r: rk[r])
+    window = 1
+    for r, n in enumerate(rk):
+        if r != main:
+            window *= n
+    rk_vals = [max(c for c in _cuda_rk(n) if c <= n) if r != main else 1 for r, n in enumerate(rk)]
+
+    def bk(target: int) -> int:
+        return max(c for c in _cuda_rk(rk[main]) if c <= max(4, target // window))
+
+    seeds: list[tuple[bool, dict]] = []
+    runs = [(shape, bk(CUDA_BK)) for shape in CUDA_GEMM_SHAPES]
+    runs += [(CUDA_GEMM_SHAPES[0], bk(CUDA_BK // 2)), (CUDA_GEMM_SHAPES[0], bk(CUDA_BK * 2))]
+    for (ba, bb, ra, rb), bk_main in runs:
+        while True:  # a small problem: fewer values per thread until a block has a warp or more
+            tiles = {d: (1, 1, 1) for d in range(len(sp))}
+            tiles.update(_side_tiles(side_a, sp, ba, ra))
+            tiles.update(_side_tiles(side_b, sp, bb, rb))
+            threads = 1
+            for _, t, _ in tiles.values():
+                threads *= t
+            if threads >= 32 or ra * rb <= 1:
+                break
+            ra, rb = max(1, ra // 2), max(1, rb // 2)
+        rks = list(rk_vals)
+        rks[main] = bk_main
+        blocks = 1
+        for d, n in enumerate(sp):
+            blocks *= -(-n // (tiles[d][0] * tiles[d][1] * tiles[d][2]))
+        nb0 = -(-sp[0] // (tiles[0][0] * tiles[0][1] * tiles[0][2]))
+        v, t, i = tiles[len(sp) - 1]
+        cfg = {f"tile{d}": tiles[d] for d in range(len(sp))}
+        cfg.update({f"rk{r}": c for r, c in enumerate(rks)})
+        cfg.update(vector_fetch=4 if (v * t * i) % 4 == 0 and rks[-1] % 4 == 0 else 1, smem_layout=2,
+                   double_buffer=2 if rk[main] // bk_main >= 2 else 0,
+                   group=8 if side_a == [0] and nb0 % 8 == 0 and nb0 > 8 else 1)
+        if all(cfg != c for _, c in seeds):
+            seeds.append((blocks >= SM_COUNT, cfg))
+    return [c for full, c in seeds if full] + [c for full, c in seeds if not full]
 
 
 def _cuda_elementwise(dag: ComputeDAG):
@@ -131,6 +307,40 @@ def _triton_gemm(dag: ComputeDAG):
     return tmpl, valid
 
 
+TRITON_GEMM_CONFIGS = ((128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (128, 128, 64, 8, 4), (64, 256, 32, 4, 4),
+                       (128, 128, 32, 4, 4), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4), (64, 64, 32, 4, 5))
+"""(BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages): the Hopper configs of Triton's matmul
+autotune lists (the tutorial's and inductor's), largest tiles first; GROUP_M 8."""
+
+
+def gemm_seeds_triton(dag: ComputeDAG) -> list[dict[str, Any]]:
+    """Seeds of the triton gemm space: TRITON_GEMM_CONFIGS with each block clamped to the problem
+    (the smallest power of two >= M, N, K, as the knobs have it); configs whose grid fills the
+    device come first. The space's validity predicate (shared memory of the stages, accumulator
+    registers) drops what does not fit, e.g. the large tiles for fp32 operands."""
+    out = dag.outputs[0].op
+    red = next(t for t in reversed(dag.computes) if t.op.reduce_axis)
+    m, n = out.axis[-2].extent, out.axis[-1].extent
+    k = 1
+    for a in red.op.reduce_axis:
+        k *= a.extent
+    batch = 1
+    for a in out.axis[:-2]:
+        batch *= a.extent
+
+    def clamp(x: int, ext: int, choices) -> int:
+        return min(x, max(_pow2_upto(ext, choices)))
+
+    seeds: list[tuple[bool, dict]] = []
+    for bm, bn, bk, warps, stages in TRITON_GEMM_CONFIGS:
+        cfg = {"bm": clamp(bm, m, (32, 64, 128, 256)), "bn": clamp(bn, n, (32, 64, 128, 256)),
+               "bk": clamp(bk, k, (16, 32, 64, 128)), "group_m": 8, "num_warps": warps, "num_stages": stages}
+        programs = batch * -(-m // cfg["bm"]) * -(-n // cfg["bn"])
+        if all(cfg != c for _, c in seeds):
+            seeds.append((programs >= SM_COUNT, cfg))
+    return [c for full, c in seeds if full] + [c for full, c in seeds if not full]
+
+
 def _triton_rowwise(dag: ComputeDAG):
     n = dag.outputs[0].op.axis[-1].extent
 
@@ -151,6 +361,22 @@ def _triton_rowwise(dag: ComputeDAG):
     return tmpl, valid
 
 
+def rowwise_seeds(dag: ComputeDAG) -> list[dict[str, Any]]:
+    """Seeds of the triton rowwise space: the row held in registers, one row and the most rows per
+    program that fit (16 values per thread: warps = rows x n / 512, 4 to 16); and the row walked in
+    the largest chunk of at most half the row that divides it, with Welford fusion (two passes over
+    the row, the second from L2), 8 and 16 warps."""
+    n = dag.outputs[0].op.axis[-1].extent
+    seeds = []
+    for rows in sorted({1, max(r for r in (1, 2, 4) if r * n <= 16384 or r == 1)}):
+        warps = max(w for w in (4, 8, 16) if w == 4 or w * 512 <= rows * n)
+        seeds.append({"rows": rows, "block_n": 0, "num_warps": warps, "welford": 0})
+    chunks = [c for c in (512, 1024, 2048) if 2 * c <= n and n % c == 0]
+    if chunks:
+        seeds += [{"rows": 1, "block_n": max(chunks), "num_warps": w, "welford": 1} for w in (8, 16)]
+    return seeds
+
+
 def welford(s) -> None:
     """Pragma `welford` on the output's program loop: a chunked mean/variance pair is walked in one
     Welford pass, then the output pass (see codegen/triton_welford.py); other kernels ignore it."""
@@ -167,6 +393,16 @@ def _triton_elementwise(dag: ComputeDAG):
         gt.triton_elementwise(s, cfg["block"], cfg["num_warps"])
 
     return tmpl, None
+
+
+def elementwise_seeds_triton(dag: ComputeDAG) -> list[dict[str, Any]]:
+    """16 values per thread (four 128-bit accesses) at 4, 8 and 16 warps."""
+    return [{"block": w * 32 * 16, "num_warps": w} for w in (8, 4, 16)]
+
+
+def elementwise_seeds_cuda(dag: ComputeDAG) -> list[dict[str, Any]]:
+    """256 threads x 4 values (a coalesced 4 KB per block), and 128 x 8, 512 x 4."""
+    return [{"threads": 256, "per_thread": 4}, {"threads": 128, "per_thread": 8}, {"threads": 512, "per_thread": 4}]
 
 
 def _triton_reduce(dag: ComputeDAG):
@@ -186,10 +422,18 @@ RULES: dict[tuple[str, str], Callable] = {
 }
 
 
+SEEDS: dict[tuple[str, str], Callable[[ComputeDAG], list[dict[str, Any]]]] = {
+    ("cuda", "gemm"): gemm_seeds_cuda, ("triton", "gemm"): gemm_seeds_triton, ("triton", "rowwise"): rowwise_seeds,
+    ("triton", "elementwise"): elementwise_seeds_triton, ("cuda", "elementwise"): elementwise_seeds_cuda,
+}
+MAX_SEEDS = 8
+
+
 def gpu_space(workload: Workload, kind: str) -> TemplateSpace:
-    """The search space of `workload` on GPU target `kind` ("cuda" or "triton")."""
+    """The search space of `workload` on GPU target `kind` ("cuda" or "triton"), with its seeds."""
     dag = workload.dag
-    tmpl, valid = RULES[(kind, op_class(dag))](dag)
+    cls = op_class(dag)
+    tmpl, valid = RULES[(kind, cls)](dag)
     space = TemplateSpace(dag, tmpl, workload.args_order)
     if valid is not None:
         cs = space.space
@@ -198,4 +442,20 @@ def gpu_space(workload: Workload, kind: str) -> TemplateSpace:
             return valid(cs.values(config))
 
         space.space = cs.with_validity(is_valid)
+    rule = SEEDS.get((kind, cls))
+    if rule is not None:
+        space.seeds = tuple(valid_seeds(space, rule(dag))[:MAX_SEEDS])
     return space
+
+
+def valid_seeds(space: TemplateSpace, seeds: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The seeds that are configs of the space and pass its validity predicate, without repeats."""
+    out: list[dict[str, Any]] = []
+    for v in seeds:
+        try:
+            c = space.space.index_of(v)
+        except ValueError:
+            continue
+        if space.space.valid(c) and space.space.values(c) not in out:
+            out.append(space.space.values(c))
+    return out
