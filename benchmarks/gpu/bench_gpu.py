@@ -1,7 +1,8 @@
 """GPU suite of BENCHMARKS.md, side by side with the peers in one run, on the device machine.
 
 For each workload: a hand-written autosched schedule, a tuned one (`asc.tune` with the GPU
-builder/runner, a small trial budget), and the peers (cuBLAS, cuDNN, torch eager and
+builder/runner, a small trial budget, the space's rule-derived seeds measured in the first batch;
+the tuned rows say which seed, if any, is the best kernel), and the peers (cuBLAS, cuDNN, torch eager and
 torch.compile, the Triton tutorial's 8-config autotuned matmul, the copy ceiling). Every kernel,
 ours and the peers', is checked against the numpy reference of the workload's DAG (computed
 once, in parallel, before anything runs on the GPU) and timed the same way: CUDA events, a
@@ -192,6 +193,21 @@ def tune_one(w, target, trials, refs, deadline, db):
     return s, res, time.time() - t0
 
 
+def seed_info(w, target, res) -> dict:
+    """How the space's rule-derived seeds (measured first) did in a tuning run: how many, the best
+    after them (curve point), and which seed the best kernel is, if it is one."""
+    from autosched.schedule.spaces import make_space
+    from autosched.search.candidates import CandidateCache
+
+    space = make_space(w, target)
+    cands = CandidateCache(w, space, target)
+    steps = [cands.get(space.space.index_of(v)).steps_json for v in space.seeds]
+    n = len(steps)
+    after = next((g for t, g in res.curve if t >= n), None) if n else None
+    best = steps.index(res.best_steps_json) if res.best_steps_json in steps else None
+    return {"seeds": n, "gflops_after_seeds": after, "best_is_seed": best}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="docs")
@@ -255,7 +271,7 @@ def main() -> None:
                     if s is not None:
                         ms, ok, msg, rel, launch = run_ours(w, target, s, ref, ins)
                         add(f"autosched {target} (tuned, {res.trials} trials)", ms, ok, rel, tune_s=secs,
-                            errors=res.errors, note=msg[:200], launch=launch)
+                            errors=res.errors, note=msg[:200], launch=launch, **seed_info(w, target, res))
                 except Exception as exc:  # noqa: BLE001
                     add(f"autosched {target} (tuned)", float("nan"), False, None, note=repr(exc)[:300])
         for peer in peers:
