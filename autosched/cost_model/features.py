@@ -38,6 +38,10 @@ N_STORE = len(STORE_FEATURES)
 FEATURE_NAMES = tuple(f"sum_{n}" for n in STORE_FEATURES) + tuple(f"max_{n}" for n in STORE_FEATURES) + \
     GLOBAL_FEATURES
 N_FEATURES = len(FEATURE_NAMES)
+SIZE_FREE_COLUMNS = tuple(i for i, n in enumerate(FEATURE_NAMES) if n.endswith(("_per_flop", "_fraction")))
+"""Columns that mean the same on a workload of another size: what a model trained on several
+workloads' records ranks with (absolute extents and byte counts separate the workloads, not the
+schedules, and a tree split on them picks what was fast *there*)."""
 
 
 def _flat(buf, indices) -> Expr:

@@ -218,3 +218,39 @@ def test_transferred_groups_weigh_no_more_than_the_workloads_own_records() -> No
     np.testing.assert_allclose(m.group_weights(gid, table), [0.2, 0.2, 1.0])  # 16 own vs 80 foreign
     gid = np.array([0] * 60 + [1] * 20 + [2] * 200)
     np.testing.assert_allclose(m.group_weights(gid, table), [1.0, 1.0, 1.0])  # own data outnumbers: capped at 1
+
+
+def test_several_workloads_are_ranked_on_size_free_columns_only(tmp_path) -> None:
+    from autosched.cost_model.features import FEATURE_NAMES, N_FEATURES, SIZE_FREE_COLUMNS
+
+    assert SIZE_FREE_COLUMNS and all(FEATURE_NAMES[i].endswith(("_per_flop", "_fraction")) for i in SIZE_FREE_COLUMNS)
+    rng = np.random.default_rng(0)
+    free, sized = SIZE_FREE_COLUMNS[0], next(i for i in range(N_FEATURES) if i not in SIZE_FREE_COLUMNS)
+
+    def records(n: int, scale: float):
+        x = rng.random((n, N_FEATURES))
+        x[:, sized] *= scale  # an extent that grows with the problem size
+        return x, np.exp(-3 * x[:, free])  # lower loads-per-flop -> faster, whatever the size
+
+    m = XGBModel(seed=0, min_samples=4, num_rounds=30)
+    xa, ya = records(80, 1.0)
+    m.fit(xa, ya, ["one"] * 80)
+    assert m.columns is None  # one workload: every column
+    xb, yb = records(80, 8.0)
+    m.fit(np.concatenate([xa, xb]), np.concatenate([ya, yb]), ["one"] * 80 + ["two"] * 80)
+    assert m.columns == list(SIZE_FREE_COLUMNS)
+    xc, yc = records(60, 3.0)
+    p = m.predict(xc)
+    assert pairwise_accuracy(yc, p) > 0.85
+    xc2 = xc.copy()
+    xc2[:, sized] = 1e6  # columns outside the size-free set cannot move the ranking
+    np.testing.assert_allclose(m.predict(xc2), p)
+    m.save(tmp_path / "m.json")
+    back = XGBModel.load(tmp_path / "m.json")
+    assert back.columns == m.columns
+    np.testing.assert_allclose(back.predict(xc), p, rtol=1e-6)
+    with pytest.raises(ValueError, match="transfer_columns"):
+        XGBModel(transfer_columns="some")
+    allc = XGBModel(seed=0, min_samples=4, num_rounds=5, transfer_columns="all")
+    allc.fit(np.concatenate([xa, xb]), np.concatenate([ya, yb]), ["one"] * 80 + ["two"] * 80)
+    assert allc.columns is None
