@@ -12,6 +12,7 @@ import functools
 import hashlib
 import os
 import re
+import signal
 import subprocess
 import tempfile
 import time
@@ -103,6 +104,34 @@ def _cache_key(source: KernelSource, compiler: str) -> str:
     return h.hexdigest()
 
 
+def run_bounded(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
+    """Run a compiler with a time limit that stops all of it.
+
+    `subprocess.run(timeout=...)` kills only the driver (gcc, nvcc); its cc1/ptxas children then
+    run on as orphans, minutes long for a huge unrolled kernel, and steal the cores from the
+    measurements. So the driver gets its own process group and the whole group is killed.
+    """
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+        raise
+    except BaseException:  # interrupted (KeyboardInterrupt, a deadline signal): no compiler left behind
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+        raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
 def compile_c(
     source: KernelSource,
     *,
@@ -130,7 +159,7 @@ def compile_c(
         cmd = [compiler, *BASE_FLAGS, *source.compile_flags, f"{REPORT_FLAG}={vec}",
                str(c_path), "-o", str(out), *LINK_FLAGS]
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+            proc = run_bounded(cmd, timeout)
         except subprocess.TimeoutExpired as exc:
             raise CompileTimeout(f"C compiler ran past {timeout:.0f} s") from exc
         if proc.returncode != 0:

@@ -58,6 +58,29 @@ def test_build_timeout_is_a_result(tmp_path, cache_dir) -> None:
     assert res[1].error_code == ErrorCode.NO_ERROR
 
 
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_build_timeout_stops_the_whole_compiler(tmp_path, cache_dir) -> None:
+    # the compiler driver's child (here the wrapper gcc runs, standing for cc1) must not outlive the
+    # timeout: an orphaned cc1 of a huge kernel otherwise runs on for minutes beside the measurements
+    pidfile = tmp_path / "child.pid"
+    slow = _wrapped(tmp_path, f"echo $$ > {pidfile}; sleep 60", "orphan")
+    with LocalBuilder(n_workers=1, timeout=1.5, cache_dir=cache_dir) as b:
+        res = b.build_sources([slow])
+    assert res[0].error_code == ErrorCode.BUILD_TIMEOUT
+    pid = int(pidfile.read_text())
+    deadline = time.perf_counter() + 5
+    while _alive(pid) and time.perf_counter() < deadline:
+        time.sleep(0.1)
+    assert not _alive(pid), f"compiler child {pid} outlived the build timeout"
+
+
 def test_crashed_build_worker_is_a_result_and_neighbours_build(tmp_path, cache_dir) -> None:
     # the wrapper kills its grandparent: the builder's worker process that ran the compiler
     killer = _wrapped(tmp_path, "kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)", "killer")
