@@ -82,8 +82,8 @@ def main() -> None:
         subprocess.run([str(TVM_PY), "-m", "pip", "install", "-q", "--no-deps", "apache-tvm-ffi==0.1.14.post1"],
                        check=True)
 
-    from common import interleaved, machine, write_results
-    from cpu_peers import peers
+    from common import METHOD_INTERLEAVED, interleaved, machine, write_results
+    from cpu_peers import check_peers, peers
 
     import autosched as asc
     from autosched.measure.executor import aligned_empty
@@ -94,7 +94,11 @@ def main() -> None:
         out[...] = v
         return out
 
+    from autosched.tuning import plot_curves
+
     rows, curves = [], {}
+    machine_at_start = machine()
+    command = " ".join([".venv/bin/python", "benchmarks/bench_tune_cpu.py", *sys.argv[1:]])
     names = a.only or list(SUITE)
     for key in names:
         op, args = SUITE[key]
@@ -113,10 +117,17 @@ def main() -> None:
         f(*call)
         ref = w.dag.evaluate(x)
         err = max(float(np.abs(outs[o] - ref[o]).max()) for o in outs)
-        contenders = {"autosched": lambda f=f, call=call: f(*call), **peers(w, x, not a.no_compile)}
+        peer_fns = peers(w, x, not a.no_compile)
+        peer_err = check_peers(peer_fns, ref[w.dag.outputs[-1].name])
+        scale = float(np.abs(ref[w.dag.outputs[-1].name]).max()) or 1.0
+        for n, e in peer_err.items():
+            if e > 1e-3 * scale:
+                raise SystemExit(f"{key}: peer {n} disagrees with the reference (max abs err {e:.3g})")
+        contenders = {"autosched": lambda f=f, call=call: f(*call), **peer_fns}
         times = interleaved(contenders, rounds=15)
         row = {"workload": key, "op": op, "args": list(args), "trials": r.trials, "tune_seconds": tune_s,
                "measured": r.measured, "errors": r.errors, "max_abs_err": err, "gflop": w.flops / 1e9,
+               "peer_max_abs_err": peer_err,
                **{f"{n}_ms": v * 1e3 for n, v in times.items()}}
         row["speed_vs_torch"] = times["torch eager"] / times["autosched"] if "torch eager" in times else None
         curves[key] = r.curve
@@ -131,12 +142,12 @@ def main() -> None:
                  f"{tv['side_by_side']['autosched_seconds']*1e3:.3f} ms ({tv['side_by_side']['speedup_vs_tvm']:.2f}x)"
                  if tv.get("side_by_side") else "")
               + f"  err {err:.1e}", flush=True)
-    payload = {"machine": machine(), "trials": a.trials, "rows": rows, "curves": curves}
-    from autosched.tuning import plot_curves
-
-    plot_curves({k: v for k, v in curves.items()}, HERE.parent / "docs" / f"{a.out}_curves.png",
-                title=f"autosched tuning curves, {a.trials} trials")
-    write_results(a.out, payload, table(payload), f"Tuned CPU suite ({a.trials} trials) vs peers")
+        # written after every workload: a long suite run that stops half way keeps what it measured
+        payload = {"machine": machine_at_start, "trials": a.trials, "rows": rows, "curves": curves}
+        plot_curves({k: v for k, v in curves.items()}, HERE.parent / "docs" / f"{a.out}_curves.png",
+                    title=f"autosched tuning curves, {a.trials} trials")
+        write_results(a.out, payload, table(payload), f"Tuned CPU suite ({a.trials} trials) vs peers",
+                      method=f"{METHOD_INTERLEAVED} Command: `{command}`.")
 
 
 def table(payload: dict) -> str:

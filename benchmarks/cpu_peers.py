@@ -37,10 +37,10 @@ def peers(w, x: dict[str, np.ndarray], compile_torch: bool = True) -> dict[str, 
         fn = lambda: F.gelu(t["X"], approximate="tanh")
     elif name == "conv2d_nchw":
         stride, pad = args[7], args[8]
-        fn = lambda: F.conv2d(t["X"], t["W"], stride=stride, padding=pad)
+        fn = lambda: F.conv2d(t["data"], t["kernel"], stride=stride, padding=pad)
     elif name == "depthwise_conv2d_nchw":
         c, stride, pad = args[1], args[6], args[7]
-        fn = lambda: F.conv2d(t["X"], t["W"].unsqueeze(1), stride=stride, padding=pad, groups=c)
+        fn = lambda: F.conv2d(t["data"], t["kernel"].unsqueeze(1), stride=stride, padding=pad, groups=c)
     out: dict[str, Callable] = {}
     if npf is not None:
         out["numpy"] = npf
@@ -54,3 +54,16 @@ def peers(w, x: dict[str, np.ndarray], compile_torch: bool = True) -> dict[str, 
             except Exception as exc:  # noqa: BLE001  a peer that cannot compile is reported, not fatal
                 print(f"torch.compile unavailable for {name}: {type(exc).__name__}: {str(exc)[:200]}")
     return out
+
+
+def check_peers(contenders: dict[str, Callable[[], object]], ref: np.ndarray) -> dict[str, float]:
+    """Each peer's max abs error against the workload's reference output: a peer computing
+    something else (a transposed weight, a missing bias) must not pass as a faster kernel."""
+    errs = {}
+    for name, fn in contenders.items():
+        out = fn()
+        out = out.detach().numpy() if hasattr(out, "detach") else np.asarray(out)
+        if out.shape != ref.shape:
+            raise ValueError(f"peer {name!r} returned shape {out.shape}, the workload's output is {ref.shape}")
+        errs[name] = float(np.abs(out - ref).max())
+    return errs
