@@ -1,4 +1,4 @@
-"""Compile GPU kernel sources into artifacts a GPU process can load, cached by source hash.
+"""Compile GPU kernel sources into artifacts a GPU process can load, cached by source, launch and arguments.
 
 - cuda: NVRTC through CuPy's bindings (no GPU or driver needed to compile) to a cubin for
   sm_90; where NVRTC is missing (this CI machine) `nvcc -cubin` does the same job.
@@ -33,8 +33,18 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("AUTOSCHED_GPU_CACHE", Path(tempfile.gettempdir()) / "autosched-gpu-cache"))
 
 
+def artifact_key(source: KernelSource) -> str:
+    """The cache key of a kernel's artifact: its source hash *and* its launch and arguments. One
+    Triton text serves every size when the sizes appear only in the grid (an unmasked element-wise
+    kernel), so the source alone would hand a kernel of 4096 elements the launch.json of one of 64M."""
+    h = hashlib.sha256(source.source_hash.encode())
+    h.update(json.dumps({"entry": source.entry, "launch": source.launch, "args": [a.to_dict() for a in source.args]},
+                        sort_keys=True, default=str).encode())
+    return h.hexdigest()
+
+
 def artifact_dir(source: KernelSource, cache_dir: Path | None = None) -> Path:
-    return (cache_dir or default_cache_dir()) / f"{source.language}-{source.source_hash[:24]}"
+    return (cache_dir or default_cache_dir()) / f"{source.language}-{artifact_key(source)[:24]}"
 
 
 def _write_launch(d: Path, source: KernelSource, extra: dict) -> None:

@@ -73,7 +73,7 @@ def build_gpu_source(source: KernelSource, cache_dir: str | None = None, timeout
     (The GPU twin of `builder.build_source`; Ray build tasks call it for non-C sources.)"""
     from pathlib import Path
 
-    from autosched.measure.gpu_compile import compile_gpu
+    from autosched.measure.gpu_compile import artifact_key, compile_gpu
 
     t0 = time.perf_counter() if t0 is None else t0
     try:
@@ -82,7 +82,8 @@ def build_gpu_source(source: KernelSource, cache_dir: str | None = None, timeout
         return _error(ErrorCode.BUILD_TIMEOUT, str(exc), t0, source)
     except (CompileError, OSError) as exc:
         return _error(ErrorCode.COMPILE_ERROR, str(exc)[-3000:], t0, source)
-    return BuildResult(str(path), source.entry, tuple(source.args), source.source_hash,
+    # keyed like the artifact (source, launch, arguments): caches of shipped artifacts (Ray) use it
+    return BuildResult(str(path), source.entry, tuple(source.args), artifact_key(source),
                        build_seconds=time.perf_counter() - t0, language=source.language)
 
 
