@@ -101,7 +101,7 @@ def run(quick: bool) -> dict:
     cases.append((f"matmul {n}x{n}x{n} fp32", w, matmul_schedule(w)))
     m, k = (512, 256) if quick else (4096, 1024)
     w = Workload.create("softmax", m, k)
-    cases.append((f"softmax {m}x{k} fp32", w, row_schedule(w, "norm", ["maxelem", "expv", "expsum"])))
+    cases.append((f"softmax {m}x{k} fp32", w, row_schedule(w, "norm", ["maxelem", "expv", "expsum", "rsum"])))
     w = Workload.create("layernorm", m, k)
     cases.append((f"layernorm {m}x{k} fp32", w, row_schedule(w, "out", ["mean", "var"])))
     w = Workload.create("gelu", m, k)

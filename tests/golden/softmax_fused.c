@@ -45,7 +45,7 @@ __attribute__((visibility("default"))) int default_function(float* restrict X, f
           }
         }
         for (int32_t j = 0; j < 48; ++j) {
-          norm[((i * 48) + j)] = (expf((X[((i * 48) + j)] - maxelem[0])) / expsum[0]);
+          norm[((i * 48) + j)] = (expf((X[((i * 48) + j)] - maxelem[0])) * (1.0f / expsum[0]));
         }
       }
     }

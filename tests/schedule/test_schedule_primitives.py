@@ -115,7 +115,7 @@ def compute_at():
     s = asc.create_schedule(out)
     i, j = s[out].op.axis
     s[out].parallel(i)
-    for name in ("maxelem", "expv", "expsum"):
+    for name in ("maxelem", "expv", "expsum", "rsum"):
         s[name].compute_at(s[out], i)
     return s, [X, out], "allocate maxelem[1]"
 
