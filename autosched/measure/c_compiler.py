@@ -115,14 +115,7 @@ def run_bounded(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
                             start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.communicate()
-        raise
-    except BaseException:  # interrupted (KeyboardInterrupt, a deadline signal): no compiler left behind
+    except BaseException:  # the timeout, or an interruption (a deadline signal): no compiler left behind
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:

@@ -8,7 +8,8 @@ import pytest
 from gpu_helpers import bias_relu, emulate_cuda
 
 from autosched.measure.types import ErrorCode, MeasureResult
-from autosched.schedule.space_gpu import MAX_SEEDS, _operand_sides
+from autosched.schedule.space_gpu import MAX_SEEDS
+from autosched.schedule.space_gpu_seeds import _operand_sides
 from autosched.schedule.spaces import make_space
 from autosched.search.candidates import CandidateCache
 from autosched.search.tuner import TaskTuner, TuneOptions
