@@ -12,7 +12,8 @@ How the output stage's loops map (the schedule is the same data as for the other
 Producers are inlined or computed at a loop of the output (row reductions of softmax/layernorm,
 the matmul of dense+bias+relu): they are evaluated on the output's tile at that loop, and loads
 with identical addresses are emitted once, so softmax reads each row once. Pragmas `num_warps`
-and `num_stages` set the launch; `welford` fuses a chunked mean/variance pair (triton_welford.py).
+and `num_stages` set the launch; `welford` fuses a chunked mean/variance pair (triton_welford.py);
+`store_evict` stores the output with `eviction_policy="evict_first"` (it is not read again).
 What this mapping cannot express is refused (ScheduleError).
 """
 
@@ -226,7 +227,8 @@ class TritonLowering(TritonPlan, WelfordMixin, ExprRenderer):
         used = {id(n) for n in walk(flat) if isinstance(n, Var)}
         mask = self.mask_for(used, self.layout, [])
         val = f"({val}).to({TL_DTYPES[R.op.dtype]})"
-        self.emit(f"tl.store({_ptr(R.name)} + {off}, {val}" + (f", mask={mask})" if mask else ")"))
+        hint = ', eviction_policy="evict_first"' if self.pragmas.get("store_evict") else ""
+        self.emit(f"tl.store({_ptr(R.name)} + {off}, {val}" + (f", mask={mask}" if mask else "") + hint + ")")
         params = ", ".join(_ptr(n) for n in self.args)
         head = ["import triton", "import triton.language as tl", "from triton.language.extra import libdevice", "",
                 "", "@triton.jit", f"def {self.name}({params}):"]

@@ -7,8 +7,8 @@ The op class comes from the DAG, as in the CPU sketch rules:
   cooperative fetch, and the knobs of lower_gpu's passes: 128-bit fetch, shared layout, double
   buffering, grouped block order; on triton, BLOCK_M/N/K, num_warps, num_stages and the GROUP_M program order;
 - *rowwise* (an element-wise output fed by row reductions: softmax, layernorm): on triton, rows
-  per program, the row chunk (whole row or a loop over chunks), warps, and Welford fusion of a
-  chunked mean/variance pair; on cuda a correct
+  per program, the row chunk (whole row or a loop over chunks), warps, Welford fusion of a
+  chunked mean/variance pair, and an evict-first hint on the output store; on cuda a correct
   one-thread-per-row fallback;
 - *reduce* (a reduction output without reuse) and *elementwise* (gelu, bias+relu): blocked.
 Validity predicates drop configs that break the device limits (threads per block, register
@@ -201,9 +201,12 @@ def _triton_rowwise(dag: ComputeDAG):
         cfg.define_knob("block_n", tuple(c for c in (0, 512, 1024, 2048) if c < n))
         cfg.define_knob("num_warps", (4, 8, 16))
         cfg.define_knob("welford", (0, 1))
+        cfg.define_knob("store_evict", (0, 1))
         gt.triton_rowwise(s, cfg["rows"], cfg["block_n"] or None, cfg["num_warps"])
         if cfg["welford"]:
             welford(s)
+        if cfg["store_evict"]:
+            store_evict(s)
 
     def valid(v: dict) -> bool:
         cols = v["block_n"] or n
@@ -214,18 +217,22 @@ def _triton_rowwise(dag: ComputeDAG):
 
 
 def rowwise_seeds(dag: ComputeDAG) -> list[dict[str, Any]]:
-    """Seeds of the triton rowwise space: the row held in registers, one row and the most rows per
-    program that fit (16 values per thread: warps = rows x n / 512, 4 to 16); and the row walked in
-    the largest chunk of at most half the row that divides it, with Welford fusion (two passes over
-    the row, the second from L2), 8 and 16 warps."""
+    """Seeds of the triton rowwise space: the row walked in the largest chunk of at most half the
+    row that divides it, with Welford fusion (two passes over the row, the second from L2) and the
+    output stored `evict_first`, 16 then 8 warps, and 16 warps without the store hint; then the row
+    held in registers, one row and the most rows per program that fit (16 values per thread: warps =
+    rows x n / 512, 4 to 16), stores without the hint. Order and hints from the H200 variants of
+    2026-12-03 (docs/bench_gpu.md): the hint helped every Welford kernel (+0.4% at 16 warps, +1.5%
+    at 8, +4% at 4) and cost the row-in-registers kernels about 1%."""
     n = dag.outputs[0].op.axis[-1].extent
     seeds = []
-    for rows in sorted({1, max(r for r in (1, 2, 4) if r * n <= 16384 or r == 1)}):
-        warps = max(w for w in (4, 8, 16) if w == 4 or w * 512 <= rows * n)
-        seeds.append({"rows": rows, "block_n": 0, "num_warps": warps, "welford": 0})
     chunks = [c for c in (512, 1024, 2048) if 2 * c <= n and n % c == 0]
     if chunks:
-        seeds += [{"rows": 1, "block_n": max(chunks), "num_warps": w, "welford": 1} for w in (8, 16)]
+        seeds += [{"rows": 1, "block_n": max(chunks), "num_warps": w, "welford": 1, "store_evict": e}
+                  for w, e in ((16, 1), (8, 1), (16, 0))]
+    for rows in sorted({1, max(r for r in (1, 2, 4) if r * n <= 16384 or r == 1)}):
+        warps = max(w for w in (4, 8, 16) if w == 4 or w * 512 <= rows * n)
+        seeds.append({"rows": rows, "block_n": 0, "num_warps": warps, "welford": 0, "store_evict": 0})
     return seeds
 
 
@@ -236,6 +243,15 @@ def welford(s) -> None:
     stage = next(st for st in s.state.stages if st.name == out)
     loop = next(lname for lname, tag in stage.bindings.items() if tag == "blockIdx.x")
     s[out].pragma(loop, "welford", 1)
+
+
+def store_evict(s) -> None:
+    """Pragma `store_evict` on the output's program loop: the output is stored with
+    `eviction_policy="evict_first"` (written once, never read again by the kernel)."""
+    out = s.dag.outputs[0].name
+    stage = next(st for st in s.state.stages if st.name == out)
+    loop = next(lname for lname, tag in stage.bindings.items() if tag == "blockIdx.x")
+    s[out].pragma(loop, "store_evict", 1)
 
 
 def _triton_elementwise(dag: ComputeDAG):

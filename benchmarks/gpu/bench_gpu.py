@@ -66,7 +66,8 @@ def suite(quick: bool):
          [("triton", lambda s: gt.triton_gemm(s, 128, 256, 64, 8, 8, 3))], ["cublas_bf16", "triton_autotune8"]),
         (f"softmax {rows}x4096 fp32", sm, 0, mb(sm), [("triton", lambda s: gt.triton_rowwise(s, 1, None, 8))],
          ["torch_eager", "torch_compile"]),
-        (f"layernorm {rows}x4096 fp32", ln, 0, mb(ln), [("triton", lambda s: gt.triton_rowwise(s, 4, None, 16))],
+        (f"layernorm {rows}x4096 fp32", ln, 0, mb(ln),  # Welford chunks of 2048, evict-first store: the best
+         [("triton", lambda s: _evicting_welford(gt.triton_rowwise(s, 1, 2048, 16)))],  # variant (docs/bench_gpu.md)
          ["torch_eager", "torch_compile"]),
         ("gelu(tanh) 64M fp32", ge, 0, 2 * ge.dag.placeholders[0].shape[0] * 4,
          [("triton", lambda s: gt.triton_elementwise(s, 4096, 8)), ("cuda", lambda s: gt.cuda_elementwise(s, 256, 4))],
@@ -78,6 +79,14 @@ def suite(quick: bool):
          [("cuda", lambda s: gt.cuda_gemm(s, (1, 16, 2, 7), (1, 4, 7, 2), (4, 3, 3), smem_layout=2, double_buffer=2))],
          ["cudnn_fp32"]),
     ]
+
+
+def _evicting_welford(s: Schedule) -> Schedule:
+    from autosched.schedule.space_gpu import store_evict, welford
+
+    welford(s)
+    store_evict(s)
+    return s
 
 
 def arg_specs(w: Workload) -> list[ArgSpec]:

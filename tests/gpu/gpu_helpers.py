@@ -66,6 +66,10 @@ TRITON_CASES = {
     "layernorm_welford_uneven": (lambda: Workload.create("layernorm", 5, 200),  # padded chunks: not fused
                                  lambda s: welford(gt.triton_rowwise(s, 1, 64))),
     "softmax_welford": (lambda: Workload.create("softmax", 4, 256), lambda s: welford(gt.triton_rowwise(s, 1, 64))),
+    "layernorm_welford_store_evict": (lambda: Workload.create("layernorm", 6, 256),
+                                      lambda s: store_evict(welford(gt.triton_rowwise(s, 1, 64)))),
+    "softmax_store_evict": (lambda: Workload.create("softmax", 5, 100),
+                            lambda s: store_evict(gt.triton_rowwise(s, 2))),
     "gelu": (lambda: Workload.create("gelu", 1000), lambda s: gt.triton_elementwise(s, 256)),
     "bias_relu": (lambda: bias_relu(33, 70), lambda s: gt.triton_elementwise(s, 512)),
     "reduce": (lambda: Workload.create("reduce", (6, 50), 1), lambda s: gt.triton_reduce(s, 4, 16)),
@@ -74,6 +78,13 @@ TRITON_CASES = {
 
 def welford(s: Schedule) -> Schedule:
     from autosched.schedule.space_gpu import welford as pragma
+
+    pragma(s)
+    return s
+
+
+def store_evict(s: Schedule) -> Schedule:
+    from autosched.schedule.space_gpu import store_evict as pragma
 
     pragma(s)
     return s

@@ -96,8 +96,9 @@ def test_triton_seeds_are_the_hopper_configs_clamped():
     small = make_space(GEMMS["matmul64"](), "triton").seeds
     assert all(s["bm"] <= 64 and s["bn"] <= 64 and s["bk"] <= 64 for s in small)
     ln = make_space(Workload.create("layernorm", 16384, 4096), "triton").seeds
-    assert {"rows": 1, "block_n": 2048, "num_warps": 8, "welford": 1} in ln
-    assert {"rows": 4, "block_n": 0, "num_warps": 16, "welford": 0} in ln
+    assert ln[0] == {"rows": 1, "block_n": 2048, "num_warps": 16, "welford": 1, "store_evict": 1}
+    assert {"rows": 1, "block_n": 2048, "num_warps": 8, "welford": 1, "store_evict": 1} in ln
+    assert {"rows": 4, "block_n": 0, "num_warps": 16, "welford": 0, "store_evict": 0} in ln
 
 
 CUDA_EMULATED = {

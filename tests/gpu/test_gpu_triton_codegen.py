@@ -113,6 +113,31 @@ def test_welford_knob_in_the_triton_space():
     assert not valid({"rows": 1, "block_n": 0, "num_warps": 8, "welford": 1})  # a duplicate of welford 0
 
 
+def test_store_evict_hints_the_output_store_only():
+    from gpu_helpers import store_evict, welford
+
+    w = Workload.create("layernorm", 64, 4096)
+    plain = asc.render(welford(gt.triton_rowwise(Schedule(w.dag), 1, 1024)), w.tensors(), "triton")[0].code
+    hinted = asc.render(store_evict(welford(gt.triton_rowwise(Schedule(w.dag), 1, 1024))), w.tensors(),
+                        "triton")[0].code
+    stores = [ln for ln in hinted.splitlines() if "tl.store(" in ln]
+    assert len(stores) == 1 and stores[0].rstrip().endswith('eviction_policy="evict_first")')
+    assert hinted.replace(', eviction_policy="evict_first")', ")") == plain.replace(', eviction_policy="evict_first")',
+                                                                                   ")")
+    w = Workload.create("softmax", 10, 100)  # masked (padded row): the hint follows the mask
+    code = asc.render(store_evict(gt.triton_rowwise(Schedule(w.dag), 2)), w.tensors(), "triton")[0].code
+    assert "mask=" in code and 'mask=' in code.split("tl.store(")[1] and "evict_first" in code.split("tl.store(")[1]
+
+
+def test_store_evict_knob_and_seeds_in_the_triton_space():
+    from autosched.schedule.spaces import make_space
+
+    space = make_space(Workload.create("layernorm", 64, 4096), "triton")
+    assert all("store_evict" in v for v in space.seeds)
+    idx = space.space.index_of({"rows": 1, "block_n": 2048, "num_warps": 16, "welford": 1, "store_evict": 1})
+    assert space.space.valid(idx)
+
+
 def test_thread_bindings_are_refused_with_a_reason():
     w = Workload.create("gelu", 1024)
     s = Schedule(w.dag)
