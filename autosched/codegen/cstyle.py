@@ -53,6 +53,7 @@ class CStyleRenderer:
         self.vector_loops: list[tuple] = []
         self.subst: dict[Var, Expr] = {}
         self.explicit_vectors = False  # dialects with GCC vector extensions turn this on
+        self.streaming_stores = 0  # non-temporal vector stores emitted (`nontemporal` pragma)
         self.source_unroll_limit = 0
         self.loop_starts: list[int] = []
         self.loop_ranges: list[tuple[int, int]] = []
@@ -255,7 +256,11 @@ class CStyleRenderer:
         self.emit(f"for (int32_t {v} = 0; {v} < {ext}; ++{v}) {{", indent)
         self.loop_starts.append(start)
         first_inner = len(self.loop_ranges)
+        streams_before = self.streaming_stores
         self.stmt(s.body, indent + 1)
+        if s.kind == "parallel" and self.streaming_stores > streams_before:
+            # streaming stores are weakly ordered: each thread fences its own before the team's barrier
+            self.emit("asc_sfence();", indent + 1)
         self.loop_starts.pop()
         self.emit("}", indent)
         if s.kind == "vectorized":
@@ -292,7 +297,11 @@ class CStyleRenderer:
                 if not vc.varies(st.value, s.var):
                     val = f"(({vt}){{0}} + ({val}))"
                 ref = f"&{self.buf_name(st.buffer)}[{self.flat_index(st.buffer, st.indices)}]"
-                self.emit(f"asc_st_{vt}({ref}, {val});", indent)
+                store = "asc_st"
+                if s.streaming and st.buffer.scope == "param":
+                    store = "asc_stream"
+                    self.streaming_stores += 1
+                self.emit(f"{store}_{vt}({ref}, {val});", indent)
         del self.subst[s.var]
         return True
 

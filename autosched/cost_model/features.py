@@ -25,12 +25,12 @@ STORE_FEATURES = (
     "unroll_product", "innermost_extent", "innermost_is_vector", "innermost_is_reduce", "loads",
     "loads_contiguous", "loads_invariant", "loads_strided", "load_bytes", "store_bytes", "store_contiguous",
     "unique_bytes_param", "unique_bytes_local", "local_loads", "reuse_ratio", "arith_intensity",
-    "guarded", "outer_serial_extent", "depth_of_vector", "is_reduction_update",
+    "guarded", "outer_serial_extent", "depth_of_vector", "is_reduction_update", "store_streaming",
 )
 GLOBAL_FEATURES = ("n_stores", "n_allocs", "alloc_bytes", "total_flops", "total_bytes", "parallel_fraction",
                    "loads_per_flop", "global_loads_per_flop", "bytes_per_flop", "strided_loads_per_flop",
                    "invariant_loads_per_flop", "vector_flop_fraction", "unrolled_flop_fraction",
-                   "guarded_flop_fraction")
+                   "guarded_flop_fraction", "streamed_store_fraction")
 """Whole-program features. The `*_per_flop` and `*_fraction` ones do not grow with the problem size,
 so they carry what a schedule does well (register reuse, vector and unrolled work, contiguous
 access) from one workload's records to another's: the transfer a warm-started model relies on."""
@@ -135,6 +135,7 @@ class _Walker:
         f["innermost_is_reduce"] = float(st_stride == 0 and inner is not None)
         f["store_contiguous"] = float(st_stride == 1)
         f["store_bytes"] = _BYTES.get(s.buffer.dtype, 4)
+        f["store_streaming"] = float(inner is not None and inner.streaming and s.buffer.scope == "param")
         loads = [n for n in walk(s.value) if isinstance(n, Load)]
         f["is_reduction_update"] = float(any(ld.buffer is s.buffer for ld in loads))
         uniq_param, uniq_local = {}, {}
@@ -183,7 +184,7 @@ def extract_features(func: LoweredFunc) -> np.ndarray:
     col = {k: rows[:, STORE_FEATURES.index(k)] for k in ("n_parallel", "executions", "loads", "local_loads",
                                                           "load_bytes", "store_bytes", "loads_strided",
                                                           "loads_invariant", "n_vectorized", "n_unrolled",
-                                                          "guarded")}
+                                                          "guarded", "store_streaming")}
     par = col["n_parallel"] > 0
     execs = col["executions"]
     par_frac = float(execs[par].sum() / max(1.0, execs.sum()))
@@ -201,5 +202,7 @@ def extract_features(func: LoweredFunc) -> np.ndarray:
                      ratio(col["loads"].sum()), ratio(col["loads"].sum() - col["local_loads"].sum()),
                      ratio(col["load_bytes"].sum() + col["store_bytes"].sum()), ratio(col["loads_strided"].sum()),
                      ratio(col["loads_invariant"].sum()), flop_fraction(col["n_vectorized"] > 0),
-                     flop_fraction(col["n_unrolled"] > 0), flop_fraction(col["guarded"] > 0)])
+                     flop_fraction(col["n_unrolled"] > 0), flop_fraction(col["guarded"] > 0),
+                     float((col["store_bytes"] * (col["store_streaming"] > 0)).sum() /
+                           max(1.0, col["store_bytes"].sum()))])
     return np.concatenate([logs.sum(axis=0), logs.max(axis=0), glob])

@@ -53,6 +53,7 @@ class For(Stmt):
     stage: str = ""
     unroll: int = 0  # explicit unroll factor for kind "unrolled" or auto-unroll pragmas (0 = none)
     thread_tag: str = ""
+    streaming: bool = False  # `nontemporal` pragma: stores to outputs in this vectorized loop bypass the caches
 
 
 @dataclass(eq=False)

@@ -19,15 +19,30 @@ def walk_stmts(s: Stmt):
 
 
 def apply_pragmas(st: Stage, stmt: Stmt) -> Stmt:
-    """Apply the stage's `auto_unroll_max_step` pragmas to its emitted nest `stmt`."""
+    """Apply the stage's `auto_unroll_max_step` and `nontemporal` pragmas to its emitted nest `stmt`."""
     for key, value in st.pragmas.items():
         pname, loop = key.split("@", 1)
+        if pname == "nontemporal" and value:
+            _mark_streaming(st, stmt, loop)
+            continue
         if pname != "auto_unroll_max_step" or value <= 1:
             continue
         for node in walk_stmts(stmt):
             if isinstance(node, For) and node.loop_name == loop and node.stage == st.name:
                 _auto_unroll(node.body, value, st.name)
     return stmt
+
+
+def _mark_streaming(st: Stage, stmt: Stmt, loop: str) -> None:
+    """Streaming (non-temporal) stores need whole vectors: the pragma must name a vectorized loop."""
+    found = [n for n in walk_stmts(stmt) if isinstance(n, For) and n.loop_name == loop and n.stage == st.name]
+    if not found:
+        return  # the loop was emitted nowhere (e.g. an empty nest): nothing to mark
+    for node in found:
+        if node.kind != "vectorized":
+            raise ScheduleError(f"stage {st.name!r}, loop {loop!r}: pragma nontemporal needs a vectorized loop "
+                                f"(this one is {node.kind}); vectorize it first")
+        node.streaming = True
 
 
 def _auto_unroll(s: Stmt, max_step: int, stage: str) -> int:

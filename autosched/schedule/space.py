@@ -23,11 +23,16 @@ from dataclasses import dataclass
 from autosched.schedule.knobs import ConfigSpace, Knob
 from autosched.schedule.schedule import Schedule
 from autosched.te.dag import ComputeDAG
-from autosched.te.expr import IterVar, Reduce, TensorRead, walk
+from autosched.te.expr import Call, Cast, IterVar, Reduce, Select, TensorRead, walk
 from autosched.te.tensor import ComputeOp, Tensor
 
 UNROLL_CHOICES = (0, 16, 64, 512)
 VECTOR_CHOICES = (1, 8, 16, 32, 64)
+
+
+def vector_lanes(dtype: str) -> int:
+    """Elements of `dtype` in one 64-byte vector (a cache line); 0 where streaming stores do not apply."""
+    return {"float32": 16, "float64": 8}.get(dtype, 0)
 
 
 def divisors(n: int) -> list[int]:
@@ -193,6 +198,15 @@ class SketchSpace:
         name = t.name
         last = t.op.axis[-1]
         vec = self._knob(f"{name}.vector", [c for c in VECTOR_CHOICES if c <= last.extent], "tile")
+        lanes = vector_lanes(t.op.dtype)
+        # streaming stores (whole vectors, around the caches): an output written once and larger than the
+        # caches saves the read-for-ownership of its lines; only with vectors of whole 64-byte lines
+        # (written as explicit vectors only when what varies along the row is plain arithmetic: a math
+        # call, select or cast of the row's elements makes the loop `omp simd`, which has no streaming form)
+        plain = not any(isinstance(n, Call | Select | Cast) and any(x is last for x in walk(n))
+                        for n in walk(t.op.body))
+        stream = self._knob(f"{name}.stream", (False, True), "flag") \
+            if plain and lanes and any(c % lanes == 0 for c in VECTOR_CHOICES if c <= last.extent) else None
         self._outer_loop = None
 
         def act(s: Schedule, v: dict) -> None:
@@ -208,6 +222,8 @@ class SketchSpace:
             if v[vec] > 1:
                 _, vi = s[name].split(inner, factor=v[vec])
                 s[name].vectorize(vi.name)
+                if stream is not None and v[stream] and v[vec] % lanes == 0:
+                    s[name].pragma(vi.name, "nontemporal", 1)
             s._anchor = (name, outer)  # where producers may be computed
 
         self.plan.actions.append(act)

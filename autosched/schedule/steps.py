@@ -18,9 +18,10 @@ ANNOTATIONS = ("parallel", "vectorize", "unroll")
 # double_buffer (on a loop where shared stages are filled), vector_fetch and smem_layout (on a
 # shared stage): the cuda target's pipelining, 128-bit fetch and shared layout (lower_gpu);
 # welford (on the triton output's program loop): one pass for a chunked mean/variance pair;
-# store_evict (likewise): the output store streams past L2 (eviction_policy="evict_first")
+# store_evict (likewise): the output store streams past L2 (eviction_policy="evict_first");
+# nontemporal (on a vectorized loop storing to an output, cpu): streaming stores that bypass the caches
 PRAGMAS = ("auto_unroll_max_step", "num_warps", "num_stages", "swizzle", "allow_tf32", "double_buffer", "vector_fetch",
-           "smem_layout", "welford", "store_evict")
+           "smem_layout", "welford", "store_evict", "nontemporal")
 
 
 @dataclass(frozen=True)

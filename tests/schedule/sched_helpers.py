@@ -163,6 +163,21 @@ def softmax_fused(M: int = 8, N: int = 48) -> tuple[asc.Schedule, list[te.Tensor
     return s, [X, out]
 
 
+def softmax_streaming(M: int = 8, N: int = 48) -> tuple[asc.Schedule, list[te.Tensor]]:
+    """Softmax rows: reductions and exp at the row loop, the normalized row streamed out 16 at a time."""
+    X, out = op("softmax", M, N)
+    s = asc.create_schedule(out)
+    i, j = s[out].op.axis
+    s[out].parallel(i)
+    _, ji = s[out].split(j, factor=16)
+    s[out].vectorize(ji)
+    s[out].pragma(ji, "nontemporal", 1)
+    s["rsum"].compute_inline()
+    for name in ("maxelem", "expv", "expsum"):
+        s[name].compute_at(s[out], i)
+    return s, [X, out]
+
+
 def conv2d_padded(N: int = 1, C: int = 3, H: int = 10, W: int = 10, K: int = 4,
                   R: int = 3) -> tuple[asc.Schedule, list[te.Tensor]]:
     """A padded conv2d with the pad stage inlined into the window loops."""
@@ -188,6 +203,7 @@ NAMED: dict[str, Callable[[], tuple[asc.Schedule, list[te.Tensor]]]] = {
     "matmul_tiled": matmul_tiled,
     "matmul_packed": matmul_packed,
     "softmax_fused": softmax_fused,
+    "softmax_streaming": softmax_streaming,
     "conv2d_padded": conv2d_padded,
     "split_tail_17_4": split_tail,
 }

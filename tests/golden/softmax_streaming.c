@@ -1,0 +1,86 @@
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <math.h>
+static int asc_error = 0;
+static inline float asc_f16_to_f32(uint16_t h) { _Float16 f; memcpy(&f, &h, 2); return (float)f; }
+static inline uint16_t asc_f32_to_f16(float x) { _Float16 f = (_Float16)x; uint16_t h; memcpy(&h, &f, 2); return h; }
+static inline float asc_round_f16(float x) { return (float)(_Float16)x; }
+static inline float asc_bf16_to_f32(uint16_t h) { uint32_t u = (uint32_t)h << 16; float f; memcpy(&f, &u, 4); return f; }
+static inline uint16_t asc_f32_to_bf16(float x) {
+  uint32_t u; memcpy(&u, &x, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u); return (uint16_t)(u >> 16);
+}
+static inline float asc_round_bf16(float x) { return asc_bf16_to_f32(asc_f32_to_bf16(x)); }
+static inline int32_t asc_floordiv_int32(int32_t a, int32_t b) { int32_t q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
+static inline int32_t asc_mod_int32(int32_t a, int32_t b) { int32_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+static inline int64_t asc_floordiv_int64(int64_t a, int64_t b) { int64_t q = a / b; return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q; }
+static inline int64_t asc_mod_int64(int64_t a, int64_t b) { int64_t r = a % b; return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r; }
+typedef float asc_f32x16 __attribute__((vector_size(64)));
+typedef double asc_f64x8 __attribute__((vector_size(64)));
+static inline asc_f32x16 asc_ld_asc_f32x16(const float* p) { asc_f32x16 v; __builtin_memcpy(&v, p, 64); return v; }
+static inline void asc_st_asc_f32x16(float* p, asc_f32x16 v) { __builtin_memcpy(p, &v, 64); }
+static inline asc_f64x8 asc_ld_asc_f64x8(const double* p) { asc_f64x8 v; __builtin_memcpy(&v, p, 64); return v; }
+static inline void asc_st_asc_f64x8(double* p, asc_f64x8 v) { __builtin_memcpy(p, &v, 64); }
+__attribute__((simd("notinbranch"))) float expf(float);
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+static inline void asc_stream_asc_f32x16(float* p, asc_f32x16 v) {
+#if defined(__AVX512F__)
+  if (((uintptr_t)p & 63u) == 0) { _mm512_stream_ps(p, (__m512)v); return; }
+#endif
+  __builtin_memcpy(p, &v, 64);
+}
+static inline void asc_stream_asc_f64x8(double* p, asc_f64x8 v) {
+#if defined(__AVX512F__)
+  if (((uintptr_t)p & 63u) == 0) { _mm512_stream_pd(p, (__m512d)v); return; }
+#endif
+  __builtin_memcpy(p, &v, 64);
+}
+static inline void asc_sfence(void) {
+#if defined(__x86_64__)
+  _mm_sfence();
+#else
+  __sync_synchronize();
+#endif
+}
+__attribute__((visibility("default"))) int default_function(float* restrict X, float* restrict norm) {
+  asc_error = 0;
+  #pragma omp parallel for schedule(static)
+  for (int32_t i = 0; i < 8; ++i) {
+    {
+      float maxelem[1] __attribute__((aligned(64)));
+      for (int32_t i_2 = 0; i_2 < 1; ++i_2) {
+        maxelem[i_2] = (-INFINITY);
+        for (int32_t k = 0; k < 48; ++k) {
+          maxelem[i_2] = ((maxelem[i_2]) > (X[(((i * 48) + (i_2 * 48)) + k)]) ? (maxelem[i_2]) : (X[(((i * 48) + (i_2 * 48)) + k)]));
+        }
+      }
+      {
+        float expv[48] __attribute__((aligned(64)));
+        for (int32_t i_3 = 0; i_3 < 1; ++i_3) {
+          for (int32_t j = 0; j < 48; ++j) {
+            expv[((i_3 * 48) + j)] = expf((X[(((i * 48) + (i_3 * 48)) + j)] - maxelem[i_3]));
+          }
+        }
+        {
+          float expsum[1] __attribute__((aligned(64)));
+          for (int32_t i_4 = 0; i_4 < 1; ++i_4) {
+            expsum[i_4] = 0.0f;
+            for (int32_t k_2 = 0; k_2 < 48; ++k_2) {
+              expsum[i_4] = (expsum[i_4] + expv[((i_4 * 48) + k_2)]);
+            }
+          }
+          for (int32_t j_outer = 0; j_outer < 3; ++j_outer) {
+            asc_stream_asc_f32x16(&norm[((i * 48) + (j_outer * 16))], (asc_ld_asc_f32x16(&expv[(j_outer * 16)]) * (1.0f / expsum[0])));
+          }
+        }
+      }
+    }
+    asc_sfence();
+  }
+  asc_sfence();
+  return asc_error;
+}
