@@ -223,11 +223,14 @@ def rowwise_seeds(dag: ComputeDAG) -> list[dict[str, Any]]:
     held in registers, one row and the most rows per program that fit (16 values per thread: warps =
     rows x n / 512, 4 to 16), stores without the hint. Order and hints from the H200 variants of
     2026-12-03 (docs/bench_gpu.md): the hint helped every Welford kernel (+0.4% at 16 warps, +1.5%
-    at 8, +4% at 4) and cost the row-in-registers kernels about 1%."""
+    at 8, +4% at 4) and cost the row-in-registers kernels about 1%. The Welford seeds only where the
+    row reductions can be a mean/variance pair (two sums or more; softmax's max and sum are not:
+    its chunked kernels read the row three times)."""
     n = dag.outputs[0].op.axis[-1].extent
     seeds = []
     chunks = [c for c in (512, 1024, 2048) if 2 * c <= n and n % c == 0]
-    if chunks:
+    sums = sum(1 for t in dag.computes if t.op.reduce_axis and t.op.body.reducer.name == "sum")
+    if chunks and sums >= 2:
         seeds += [{"rows": 1, "block_n": max(chunks), "num_warps": w, "welford": 1, "store_evict": e}
                   for w, e in ((16, 1), (8, 1), (16, 0))]
     for rows in sorted({1, max(r for r in (1, 2, 4) if r * n <= 16384 or r == 1)}):

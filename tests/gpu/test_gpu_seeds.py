@@ -99,6 +99,8 @@ def test_triton_seeds_are_the_hopper_configs_clamped():
     assert ln[0] == {"rows": 1, "block_n": 2048, "num_warps": 16, "welford": 1, "store_evict": 1}
     assert {"rows": 1, "block_n": 2048, "num_warps": 8, "welford": 1, "store_evict": 1} in ln
     assert {"rows": 4, "block_n": 0, "num_warps": 16, "welford": 0, "store_evict": 0} in ln
+    sm = make_space(Workload.create("softmax", 16384, 4096), "triton").seeds  # max and sum: no Welford pair
+    assert [v["block_n"] for v in sm] == [0, 0] and not any(v["welford"] or v["store_evict"] for v in sm)
 
 
 CUDA_EMULATED = {
