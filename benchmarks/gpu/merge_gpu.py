@@ -2,7 +2,8 @@
 file and print the Markdown tables of docs/bench_gpu.md from it (no figure is typed by hand).
 
     python benchmarks/gpu/merge_gpu.py --bench A/bench_gpu.json B/bench_gpu.json --seeds S/seeds_gpu.json \
-        --command "..." --out docs/bench_gpu.json > tables.md
+        --command "..." --variants V1/variants_layernorm.json ... --earlier docs/bench_gpu.json \
+        --out docs/bench_gpu.json > tables.md
 """
 
 from __future__ import annotations
@@ -45,6 +46,20 @@ def seeds_table(rows: list[dict]) -> list[str]:
     return lines
 
 
+def variants_table(calls: list[dict]) -> list[str]:
+    """variants_layernorm.py outputs, one column pair per call: ms and ratio to that call's torch.compile."""
+    lines = ["| call | implementation | ms | GB/s | torch.compile / this | spread of 3 rounds | rel. err |",
+             "|---|---|---|---|---|---|---|"]
+    for k, d in enumerate(calls, 1):
+        by = {r["impl"]: r for r in d["rows"]}
+        for r in sorted(d["rows"], key=lambda r: ("softmax" in r["impl"], -(r.get("gbps") or 0.0))):
+            comp = by["torch_compile softmax" if "softmax" in r["impl"] else "torch_compile layernorm"]["ms"]
+            lines.append(f"| {k} | {r['impl']} | {fmt(r['ms'], '.4f')} | {fmt(r.get('gbps'), '.0f')} | "
+                         f"{fmt(comp / r['ms'] if r['ms'] == r['ms'] else None, '.3f')} | "
+                         f"{fmt(100 * r.get('spread', 0.0), '.1f')}% | {fmt(r['rel_err'], '.1e')} |")
+    return lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--bench", nargs="+", default=[])
@@ -52,16 +67,22 @@ def main() -> None:
     ap.add_argument("--command", action="append", default=[])
     ap.add_argument("--out", default=None)
     ap.add_argument("--earlier", default=None, help="a previous merged JSON, kept under 'earlier'")
+    ap.add_argument("--variants", nargs="*", default=[], help="variants_layernorm.py outputs, one per call")
+    ap.add_argument("--drop-failed", action="store_true", help="leave out rows whose kernel failed to run")
     opts = ap.parse_args()
     merged: dict = {"invocations": [], "rows": [], "curves": {}, "commands": opts.command}
     for k, path in enumerate(opts.bench):
         d = json.loads(Path(path).read_text())
         merged["invocations"].append(d["info"])
         for r in d["rows"]:
+            if opts.drop_failed and not r["ok"] and r["ms"] != r["ms"]:
+                continue
             merged["rows"].append({**r, "invocation": k, "tag": "" if k == 0 else "²" if k == 1 else f"({k + 1})"})
         merged["curves"].update(d.get("curves", {}))
     if opts.seeds:
         merged["seeds"] = json.loads(Path(opts.seeds).read_text())
+    if opts.variants:
+        merged["layernorm_variants"] = [json.loads(Path(p).read_text()) for p in opts.variants]
     if opts.earlier:
         merged["earlier"] = json.loads(Path(opts.earlier).read_text())
     if opts.out:
@@ -70,6 +91,9 @@ def main() -> None:
     if opts.seeds:
         print()
         print("\n".join(seeds_table(merged["seeds"]["rows"])))
+    if opts.variants:
+        print()
+        print("\n".join(variants_table(merged["layernorm_variants"])))
 
 
 if __name__ == "__main__":
