@@ -8,7 +8,11 @@ import sys
 import tempfile
 import time
 
-os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+# both OpenMP runtimes (ours and torch's) spin a while between calls, as a kernel loaded by autosched does
+# (build_module and the measurement sandbox set this): a sleeping pool's wake-up costs milliseconds per
+# call on these VMs, which would time the hypervisor. Contenders are timed in turns with a pause between
+# them, so one's spinning pool does not tax the next. Set before either runtime loads.
+os.environ.setdefault("GOMP_SPINCOUNT", "10000000")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np
 from common import interleaved

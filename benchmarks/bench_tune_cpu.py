@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import os
 
-# two OpenMP runtimes (ours and torch's) share 2 cores here: spinning workers of one steal the
-# cores from the other in interleaved rounds, so both wait passively (set before either runtime loads)
-os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+# both OpenMP runtimes (ours and torch's) spin a while between calls, as a kernel loaded by autosched does
+# (build_module and the measurement sandbox set this): a sleeping pool's wake-up costs milliseconds per
+# call on these VMs, which would time the hypervisor. Contenders are timed in turns with a pause between
+# them, so one's spinning pool does not tax the next. Set before either runtime loads.
+os.environ.setdefault("GOMP_SPINCOUNT", "10000000")
 
 import argparse
 import json
@@ -61,6 +63,17 @@ def run_tvm(op: str, args: tuple, trials: int, ours: tuple[str, str] | None = No
     if p.returncode != 0 or not lines:
         return {"missing": f"TVM run failed: {p.stderr[-400:]}"}
     return json.loads(lines[-1])
+
+
+def schedule_text(w, r) -> str | None:
+    """The tuned schedule as primitive calls (what `autosched show` prints), for the results file."""
+    from autosched.measure.instantiate import schedule_of
+    from autosched.measure.types import MeasureInput
+
+    if r.best_steps_json is None:
+        return None
+    s, _ = schedule_of(MeasureInput(w.key, w.to_json(), r.target, r.best_steps_json))
+    return s.as_python()
 
 
 def main() -> None:
@@ -127,7 +140,8 @@ def main() -> None:
         times = interleaved(contenders, rounds=15)
         row = {"workload": key, "op": op, "args": list(args), "trials": r.trials, "tune_seconds": tune_s,
                "measured": r.measured, "errors": r.errors, "max_abs_err": err, "gflop": w.flops / 1e9,
-               "peer_max_abs_err": peer_err,
+               "peer_max_abs_err": peer_err, "tuner_best_ms": r.best_cost * 1e3,
+               "best_schedule": schedule_text(w, r),
                **{f"{n}_ms": v * 1e3 for n, v in times.items()}}
         row["speed_vs_torch"] = times["torch eager"] / times["autosched"] if "torch eager" in times else None
         curves[key] = r.curve

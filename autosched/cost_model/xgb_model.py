@@ -8,10 +8,14 @@ workload. Pairs are sampled uniformly per document (``pair_method="mean"``), whi
 candidate list, as annealing and evolution need; ``"topk"`` focuses on the head of each group instead
 (better top-k recall, worse global order). ``hist`` trees and a fixed seed make training deterministic.
 When the training data holds several groups (warm start from other workloads' records, or one
-model shared by a task scheduler), the ranker sees only the size-free columns of the features
-(``transfer_columns="size_free"``): on the records of a matmul 512^3 and a dense 384^3, a model on
-all columns picked for matmul 256^3 a first batch no better than random, one on the size-free
-columns a first batch within 8% of the best schedule (offline, on a pool of measured records).
+model shared by a task scheduler), the ranker sees every feature column by default; the transferred
+groups weigh no more than the focus workload's own records once it has some (``group_weights``).
+``transfer_columns="size_free"`` restricts a multi-group model to the size-free columns instead.
+Measured offline (2026-12-03, `benchmarks/bench_model_pool.py`: a pool of 400 measured random
+schedules of matmul 256^3, the records of a matmul 512^3 and a dense 384^3 as transferred data,
+top 16 of the pool by the model, 5 seeds): the first batch from the transferred records alone
+averaged 126 GFLOP/s with every column, 72 with the size-free ones, 48 for a random batch; the
+three guided batches after a random one averaged 128 with every column, 52 with the size-free ones.
 One thread by default: OpenMP threads thrash when builders share the cores (a fit took 10x longer with
 2 threads than with 1 on a busy 2-core machine).
 
@@ -55,7 +59,7 @@ class XGBModel(CostModel):
         ndcg_levels: int = 16,
         warm_start: bool = False,
         update_rounds: int = 20,
-        transfer_columns: str = "size_free",
+        transfer_columns: str = "all",
         extra_params: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(seed=seed, min_samples=min_samples)

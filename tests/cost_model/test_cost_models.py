@@ -220,7 +220,7 @@ def test_transferred_groups_weigh_no_more_than_the_workloads_own_records() -> No
     np.testing.assert_allclose(m.group_weights(gid, table), [1.0, 1.0, 1.0])  # own data outnumbers: capped at 1
 
 
-def test_several_workloads_are_ranked_on_size_free_columns_only(tmp_path) -> None:
+def test_size_free_transfer_ranks_several_workloads_on_size_free_columns_only(tmp_path) -> None:
     from autosched.cost_model.features import FEATURE_NAMES, N_FEATURES, SIZE_FREE_COLUMNS
 
     assert SIZE_FREE_COLUMNS and all(FEATURE_NAMES[i].endswith(("_per_flop", "_fraction")) for i in SIZE_FREE_COLUMNS)
@@ -232,7 +232,7 @@ def test_several_workloads_are_ranked_on_size_free_columns_only(tmp_path) -> Non
         x[:, sized] *= scale  # an extent that grows with the problem size
         return x, np.exp(-3 * x[:, free])  # lower loads-per-flop -> faster, whatever the size
 
-    m = XGBModel(seed=0, min_samples=4, num_rounds=30)
+    m = XGBModel(seed=0, min_samples=4, num_rounds=30, transfer_columns="size_free")
     xa, ya = records(80, 1.0)
     m.fit(xa, ya, ["one"] * 80)
     assert m.columns is None  # one workload: every column
@@ -251,6 +251,6 @@ def test_several_workloads_are_ranked_on_size_free_columns_only(tmp_path) -> Non
     np.testing.assert_allclose(back.predict(xc), p, rtol=1e-6)
     with pytest.raises(ValueError, match="transfer_columns"):
         XGBModel(transfer_columns="some")
-    allc = XGBModel(seed=0, min_samples=4, num_rounds=5, transfer_columns="all")
+    allc = XGBModel(seed=0, min_samples=4, num_rounds=5)  # the default: every column
     allc.fit(np.concatenate([xa, xb]), np.concatenate([ya, yb]), ["one"] * 80 + ["two"] * 80)
     assert allc.columns is None
