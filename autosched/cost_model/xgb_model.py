@@ -11,11 +11,11 @@ When the training data holds several groups (warm start from other workloads' re
 model shared by a task scheduler), the ranker sees every feature column by default; the transferred
 groups weigh no more than the focus workload's own records once it has some (``group_weights``).
 ``transfer_columns="size_free"`` restricts a multi-group model to the size-free columns instead.
-Measured offline (2026-12-03, `benchmarks/bench_model_pool.py`: a pool of 400 measured random
-schedules of matmul 256^3, the records of a matmul 512^3 and a dense 384^3 as transferred data,
-top 16 of the pool by the model, 5 seeds): the first batch from the transferred records alone
-averaged 126 GFLOP/s with every column, 72 with the size-free ones, 48 for a random batch; the
-three guided batches after a random one averaged 128 with every column, 52 with the size-free ones.
+Measured offline (2026-12-03, `benchmarks/bench_model_pool.py`, docs/model_pool.md: a pool of 400
+measured random schedules of matmul 256^3, 64 records each of a matmul 512^3 and a dense 384^3 as
+transferred data, top 16 by the model, 5 seeds): the first batch picked from the transferred records
+alone averaged 140 GFLOP/s with every column, 90 with the size-free ones, 45 for random picks; the
+three guided batches after a random one, with the transferred records, 150 against 56 (random 60).
 One thread by default: OpenMP threads thrash when builders share the cores (a fit took 10x longer with
 2 threads than with 1 on a busy 2-core machine).
 
