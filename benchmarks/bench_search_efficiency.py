@@ -178,6 +178,7 @@ def main() -> None:
     ap.add_argument("--warm", nargs="*", default=[], metavar="OP:A,B,C",
                     help="other workloads tuned into the database first (warm start for the model)")
     ap.add_argument("--warm-trials", type=int, default=64)
+    ap.add_argument("--out", default="search_efficiency", help="results stem under docs/ (.md, .json, .png)")
     a = ap.parse_args()
 
     from common import machine, write_results
@@ -239,7 +240,7 @@ def main() -> None:
         r["met_half_of_random"] = (r["trials_to_95pct"] <= a.trials / 2) if rt is None else \
             (r["trials_to_95pct"] <= rt / 2)
     plot_curves({k: list(enumerate(v, 1)) for k, v in curves.items()}, HERE.parent / "docs" /
-                "search_efficiency.png", title=f"{a.op}{tuple(a.args)}: mean of {a.seeds} seeds")
+                f"{a.out}.png", title=f"{a.op}{tuple(a.args)}: mean of {a.seeds} seeds")
     payload = {"machine": machine(), "workload": [a.op, a.args], "trials": a.trials, "seeds": a.seeds,
                "warm": warm, "rows": rows, "curves": curves, "cost_model": quality}
     lines = ["| searcher | cost model | final best (GFLOP/s, mean of seeds) | trials to 95% of own final | "
@@ -267,7 +268,7 @@ def main() -> None:
         lines.append(f"Trained on {a.op}, ranking {q['transfer_to']}'s records: pairwise accuracy "
                      f"{q['transfer_pairwise_accuracy']:.3f}, top-5 recall {q['transfer_top5_recall']:.2f}.")
     command = " ".join([".venv/bin/python", "benchmarks/bench_search_efficiency.py", *sys.argv[1:]])
-    write_results("search_efficiency", payload, "\n".join(lines) + "\n\n![curves](search_efficiency.png)",
+    write_results(a.out, payload, "\n".join(lines) + f"\n\n![curves]({a.out}.png)",
                   "Search efficiency of the searchers, with and without the cost model",
                   method=(f"Command: `{command}`. "
                           f"Workload {a.op}{tuple(a.args)}, {a.trials} trials per run, {a.seeds} seeds per "
