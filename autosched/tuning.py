@@ -219,7 +219,8 @@ def tune_many(workloads: Sequence[Workload], target: str | Target = "cpu", trial
         register(database, w, tgt)
         known = {r.steps_hash: r.median for r in database.records(w.key, tgt.key, ok_only=True) if r.median}
         tasks.append(TaskTuner(w, tgt, measurer, TuneOptions(trials, batch_size, searcher, cost_model, seed),
-                               known=known, model=model, on_batch=_progress if progress else None))
+                               known=known, model=model, on_batch=_progress if progress else None,
+                               check_transfer=False))
     sched = TaskScheduler(len(tasks), weights)
     used, t0 = 0, time.perf_counter()
     try:

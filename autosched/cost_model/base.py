@@ -139,6 +139,23 @@ class CostModel(ABC):
         self._y = np.concatenate([self._y, y])
         self._g.extend(g if g is not None else [None] * x.shape[0])
 
+    def count_group(self, group: Hashable) -> int:
+        """How many accumulated records belong to `group`."""
+        return sum(1 for g in self._g if g == group)
+
+    def keep_only_group(self, group: Hashable) -> None:
+        """Forget every other group's records and retrain: transferred records that were found to
+        mislead on this group's own measurements must not keep steering its search."""
+        keep = np.array([g == group for g in self._g], dtype=bool)
+        if keep.all():
+            return
+        if not keep.any():
+            self._clear()
+        else:
+            self._x, self._y = self._x[keep], self._y[keep]
+            self._g = [g for g, k in zip(self._g, keep) if k]
+        self._train(warm_start=False)
+
     def _clear(self) -> None:
         self._x, self._y, self._g = np.zeros((0, 0)), np.zeros(0), []
 

@@ -53,6 +53,10 @@ class Searcher(ABC):
         self.seed = int(seed)
         self.rng = np.random.default_rng(self.seed)
         self.predictor = predictor
+        self.explore_floor = 0.0
+        """Least share of a guided batch drawn at random; the tuner raises it while the predictor
+        knows only other workloads' records (unvalidated transfer), so one batch cannot all go
+        where a misleading model points."""
         self.options: dict[str, Any] = self._resolve_options(options or {})
         self._measured: dict[Config, float] = {}
         self._history: list[tuple[Config, float]] = []
@@ -275,7 +279,7 @@ class Searcher(ABC):
 
     def _n_random_share(self, n: int) -> int:
         """Epsilon-greedy share of a batch, stochastically rounded so small batches still explore."""
-        x = self.options.get("eps_greedy", 0.0) * n
+        x = max(self.options.get("eps_greedy", 0.0), self.explore_floor) * n
         return min(n, int(x) + int(self.rng.random() < x - int(x)))
 
     def _pick_guided(self, candidates: Iterable[Config], scores: np.ndarray | None, n: int) -> list[Config]:

@@ -60,6 +60,12 @@ class TuneResult:
         return self.workload.flops / self.best_cost / 1e9 if math.isfinite(self.best_cost) else 0.0
 
 
+TRANSFER_EXPLORE_SHARE = 0.5
+"""Share of a batch picked at random while the model knows only other workloads' records."""
+TRANSFER_MIN_PAIRWISE = 0.6
+"""Pairwise accuracy on this workload's own batch below which transferred records are dropped."""
+
+
 def make_cost_model(name: str | None, seed: int):
     if name is None:
         return None
@@ -77,8 +83,15 @@ class TaskTuner:
 
     def __init__(self, workload: Workload, target: Target, measurer, options: TuneOptions,
                  known: dict[str, float] | None = None, model=None,
-                 on_batch: Callable[[TaskTuner], None] | None = None, space=None) -> None:
+                 on_batch: Callable[[TaskTuner], None] | None = None, space=None,
+                 check_transfer: bool = True) -> None:
         self.workload, self.target, self.measurer, self.options = workload, target, measurer, options
+        # a model warm-started from other workloads' records is checked against this workload's own
+        # measurements and made to forget them if they mislead (off when the model is shared by live
+        # tasks of a scheduler: their records are not stale transfer)
+        self.check_transfer = check_transfer
+        self.transfer_checks: list[float] = []  # pairwise accuracy of the model's scores on each batch
+        self.transfer_dropped = False
         self.space = space if space is not None else make_space(workload, target.kind)
         self.cands = CandidateCache(workload, self.space, target.kind)
         self.model = model if model is not None else make_cost_model(options.cost_model, options.seed)
@@ -114,6 +127,9 @@ class TaskTuner:
     def step(self) -> int:
         """Run one batch; returns the number of trials it used."""
         n = min(self.options.batch_size, self.options.trials - self.trials)
+        if self.model is not None:
+            transferred_only = self.model.is_trained and self.model.count_group(self.workload.key) == 0
+            self.searcher.explore_floor = TRANSFER_EXPLORE_SHARE if transferred_only else 0.0
         configs = self.searcher.propose(n)
         if not configs:
             return 0
@@ -155,10 +171,28 @@ class TaskTuner:
             if ok:
                 feats = self.cands.features([c for c, _ in ok])
                 thr = np.array([self.workload.flops / x for _, x in ok])
+                self._check_transfer(feats, thr)
                 self.model.update(feats, thr, [self.workload.key] * len(ok))
         if self.on_batch is not None:
             self.on_batch(self)
         return len(configs)
+
+    def _check_transfer(self, feats: np.ndarray, thr: np.ndarray) -> None:
+        """Score the batch just measured with the model as it was when the batch was chosen; if the
+        model still holds other workloads' records and ranks this workload's measurements no better
+        than TRANSFER_MIN_PAIRWISE, drop those records (measured: records of a matmul and a
+        batch_matmul steered dense+bias+relu's guided search to 8 GFLOP/s candidates, random's 19)."""
+        from autosched.cost_model.metrics import pairwise_accuracy
+
+        key = self.workload.key
+        if not self.check_transfer or not self.model.is_trained or len(thr) < 4 \
+                or self.model.count_group(key) == self.model.n_samples:
+            return
+        acc = float(pairwise_accuracy(thr, self.model.predict(feats)))
+        self.transfer_checks.append(acc)
+        if acc < TRANSFER_MIN_PAIRWISE:
+            self.model.keep_only_group(key)
+            self.transfer_dropped = True
 
     def result(self, seconds: float) -> TuneResult:
         return TuneResult(self.workload, self.target.key, self.best_cost, self.best_steps, self.curve,
