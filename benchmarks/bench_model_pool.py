@@ -68,9 +68,11 @@ def first_batch(opts: dict, transfer, x, y, batch: int, seed: int) -> tuple[floa
     return float(y[top].mean()), float(y[top].max())
 
 
-def guided(opts: dict, key: str, transfer, x, y, batch: int, rounds: int, seed: int) -> tuple[float, float]:
-    idx = list(np.random.default_rng(seed).permutation(len(y)))
-    picked, rest = idx[:batch], set(idx[batch:])
+def guided_batches(opts: dict, key: str, transfer, x, y, picked: list, batch: int, rounds: int,
+                   seed: int) -> list[float]:
+    """`rounds` model-guided batches after `picked` (extended in place): each time the model is trained
+    on what was picked so far (plus the transferred records) and the top `batch` of the rest of the
+    pool are picked. Returns the mean throughput of each batch."""
     means = []
     for _ in range(rounds):
         m = XGBModel(seed=seed, min_samples=16, **opts)
@@ -81,11 +83,17 @@ def guided(opts: dict, key: str, transfer, x, y, batch: int, rounds: int, seed: 
             gs = [k] * len(yt) + gs
         m.focus_group = key
         m.fit(np.concatenate(xs), np.concatenate(ys), gs)
-        cand = np.array(sorted(rest))
+        done = set(picked)
+        cand = np.array([i for i in range(len(y)) if i not in done])
         top = cand[np.argsort(-m.predict(x[cand]), kind="stable")[:batch]]
         means.append(float(y[top].mean()))
-        picked += list(top)
-        rest -= set(top)
+        picked += [int(i) for i in top]
+    return means
+
+
+def guided(opts: dict, key: str, transfer, x, y, batch: int, rounds: int, seed: int) -> tuple[float, float]:
+    picked = [int(i) for i in np.random.default_rng(seed).permutation(len(y))[:batch]]
+    means = guided_batches(opts, key, transfer, x, y, picked, batch, rounds, seed)
     return float(np.mean(means)), float(y[picked].max())
 
 

@@ -20,7 +20,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_model_pool import pool_data  # noqa: E402
+from bench_model_pool import guided_batches, pool_data  # noqa: E402
 
 from autosched.cost_model.metrics import pairwise_accuracy  # noqa: E402
 from autosched.cost_model.xgb_model import XGBModel  # noqa: E402
@@ -49,18 +49,7 @@ def replay(x, y, key, transfer, hedge: bool, check: bool, seed: int, rounds: int
     keep = not (check and acc < TRANSFER_MIN_PAIRWISE)
     curve = [float(y[picked].max())]
     for _ in range(rounds):
-        m2 = XGBModel(seed=seed, min_samples=16)
-        xs, ys, gs = [x[picked]], [y[picked]], [key] * len(picked)
-        if keep:
-            for k, xt, yt in transfer:
-                xs.insert(0, xt)
-                ys.insert(0, yt)
-                gs = [k] * len(yt) + gs
-        m2.focus_group = key
-        m2.fit(np.concatenate(xs), np.concatenate(ys), gs)
-        done = set(picked)
-        cand = np.array([i for i in range(len(y)) if i not in done])
-        picked += [int(i) for i in cand[np.argsort(-m2.predict(x[cand]), kind="stable")[:batch]]]
+        guided_batches({}, key, transfer if keep else [], x, y, picked, batch, 1, seed)
         curve.append(float(y[picked].max()))
     return acc, keep, curve
 

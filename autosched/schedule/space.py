@@ -30,11 +30,6 @@ UNROLL_CHOICES = (0, 16, 64, 512)
 VECTOR_CHOICES = (1, 8, 16, 32, 64)
 
 
-def vector_lanes(dtype: str) -> int:
-    """Elements of `dtype` in one 64-byte vector (a cache line); 0 where streaming stores do not apply."""
-    return {"float32": 16, "float64": 8}.get(dtype, 0)
-
-
 def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
@@ -198,6 +193,8 @@ class SketchSpace:
         name = t.name
         last = t.op.axis[-1]
         vec = self._knob(f"{name}.vector", [c for c in VECTOR_CHOICES if c <= last.extent], "tile")
+        from autosched.codegen.vector_c import lanes as vector_lanes  # the C target's 64-byte vectors
+
         lanes = vector_lanes(t.op.dtype)
         # streaming stores (whole vectors, around the caches): an output written once and larger than the
         # caches saves the read-for-ownership of its lines; only with vectors of whole 64-byte lines
