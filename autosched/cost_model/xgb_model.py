@@ -11,6 +11,9 @@ When the training data holds several groups (warm start from other workloads' re
 model shared by a task scheduler), the ranker sees every feature column by default; the transferred
 groups weigh no more than the focus workload's own records once it has some (``group_weights``).
 ``transfer_columns="size_free"`` restricts a multi-group model to the size-free columns instead.
+Columns that grow with the problem size are taken relative to its flops (``size_relative``, default):
+a model trained on matmul 512^3 then ranks matmul 256^3 by what the schedules do, not by how big
+the loops are.
 Measured offline (2026-12-03, `benchmarks/bench_model_pool.py`, docs/model_pool.md: a pool of 400
 measured random schedules of matmul 256^3, 64 records each of a matmul 512^3 and a dense 384^3 as
 transferred data, top 16 by the model, 5 seeds): the first batch picked from the transferred records
@@ -33,7 +36,7 @@ import numpy as np
 import xgboost as xgb
 
 from autosched.cost_model.base import CostModel, normalize_per_group
-from autosched.cost_model.features import N_FEATURES, SIZE_FREE_COLUMNS
+from autosched.cost_model.features import N_FEATURES, SIZE_FREE_COLUMNS, size_relative
 
 OBJECTIVES = ("rank:pairwise", "rank:ndcg")
 
@@ -60,6 +63,7 @@ class XGBModel(CostModel):
         warm_start: bool = False,
         update_rounds: int = 20,
         transfer_columns: str = "all",
+        size_relative: bool = True,
         extra_params: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(seed=seed, min_samples=min_samples)
@@ -85,6 +89,8 @@ class XGBModel(CostModel):
         if transfer_columns not in ("size_free", "all"):
             raise ValueError(f"transfer_columns must be 'size_free' or 'all', got {transfer_columns!r}")
         self.transfer_columns = transfer_columns
+        self.size_relative = size_relative
+        """Train and predict on `features.size_relative` columns (problem size taken out)."""
         self.columns: list[int] | None = None
         """Feature columns the booster was trained on (None: all of them)."""
         self.extra_params = dict(extra_params or {})
@@ -138,6 +144,8 @@ class XGBModel(CostModel):
         return w
 
     def _select(self, x: np.ndarray) -> np.ndarray:
+        if self.size_relative and x.shape[1] == N_FEATURES:
+            x = size_relative(x)
         return x if self.columns is None else x[:, self.columns]
 
     def _dmatrix(self) -> xgb.DMatrix:
@@ -185,6 +193,7 @@ class XGBModel(CostModel):
         "warm_start",
         "update_rounds",
         "transfer_columns",
+        "size_relative",
         "extra_params",
     )
 
@@ -200,7 +209,9 @@ class XGBModel(CostModel):
 
     @classmethod
     def _from_meta(cls, meta: dict[str, Any]) -> XGBModel:
-        return cls(seed=meta["seed"], min_samples=meta["min_samples"], **meta["hyper"])
+        # models saved before `size_relative` existed were trained on absolute columns
+        hyper = {"size_relative": False, **meta["hyper"]}
+        return cls(seed=meta["seed"], min_samples=meta["min_samples"], **hyper)
 
     def _save_model(self, path: Path) -> None:
         if self.booster is not None:

@@ -12,7 +12,7 @@ from autosched.cost_model.xgb_model import XGBModel
 from autosched.measure.types import ErrorCode, MeasureResult
 from autosched.search.candidates import CandidateCache, features_of_steps
 from autosched.search.random_search import RandomSearcher
-from autosched.search.tuner import TaskTuner, TuneOptions
+from autosched.search.tuner import TRANSFER_MIN_PAIRWISE, TaskTuner, TuneOptions
 from autosched.target import Target
 from autosched.workload import Workload
 
@@ -60,10 +60,10 @@ def test_a_model_warm_started_from_misleading_records_forgets_them(misleading: b
     tuner.step()
     assert tuner.transfer_checks, "the first batch was not checked against the transferred model"
     if misleading:
-        assert tuner.transfer_checks[0] < 0.6 and tuner.transfer_dropped
+        assert tuner.transfer_checks[0] < TRANSFER_MIN_PAIRWISE and tuner.transfer_dropped
         assert model.count_group("another workload") == 0 and model.count_group(W.key) == model.n_samples
     else:
-        assert tuner.transfer_checks[0] >= 0.6 and not tuner.transfer_dropped
+        assert tuner.transfer_checks[0] >= TRANSFER_MIN_PAIRWISE and not tuner.transfer_dropped
         assert model.count_group("another workload") == len(x)
     tuner.step()  # the run goes on with the model it kept
     assert tuner.trials == 32
