@@ -68,12 +68,12 @@ def size_relative(x: np.ndarray) -> np.ndarray:
     columns, fractions and per-flop ratios are kept.
 
     Why: a ranker warm-started from another size of the same operator splits on absolute counts at
-    thresholds that sit elsewhere for this size, so its picks are what was fast *there*. Measured
-    offline (2026-12-03, the records of two search-efficiency runs on the 2-core EPYC VM, 10 seeds;
-    top 8 by a model trained on matmul 512^3 and dense 384^3 records among 300 measured matmul 256^3
-    schedules): best of the 8 picks 213 and 223 GFLOP/s (worst seed 210 and 209) against 191 and 218
-    (worst 178 and 198) with absolute columns. A model trained on 64 of the workload's own records
-    ranks held-out ones as before (pairwise 0.80 against 0.80 on matmul, 0.75 against 0.73 on dense)."""
+    thresholds that sit elsewhere for this size. Measured offline (2026-12-03, 2-core EPYC VM, top 8
+    by a model trained on 64 records each of matmul 512^3 and dense 384^3 among 300 measured matmul
+    256^3 schedules, 10 seeds): with the records of three efficiency runs, the best of the 8 picks was
+    213, 223 and 142 GFLOP/s against 191, 218 and 208 with absolute columns. Not better on the whole,
+    so `XGBModel(size_relative=True)` is an option, not the default.
+    """
     if x.ndim != 2 or x.shape[1] != N_FEATURES:
         raise ValueError(f"size_relative wants rows of {N_FEATURES} features, got shape {x.shape}")
     out = np.array(x, dtype=np.float64, copy=True)

@@ -11,9 +11,9 @@ When the training data holds several groups (warm start from other workloads' re
 model shared by a task scheduler), the ranker sees every feature column by default; the transferred
 groups weigh no more than the focus workload's own records once it has some (``group_weights``).
 ``transfer_columns="size_free"`` restricts a multi-group model to the size-free columns instead.
-Columns that grow with the problem size are taken relative to its flops (``size_relative``, default):
-a model trained on matmul 512^3 then ranks matmul 256^3 by what the schedules do, not by how big
-the loops are.
+``size_relative=True`` takes the columns that grow with the problem size relative to its flops
+(`features.size_relative`); it is off by default, as it helped transfer on some records and hurt it
+on others (measured there).
 Measured offline (2026-12-03, `benchmarks/bench_model_pool.py`, docs/model_pool.md: a pool of 400
 measured random schedules of matmul 256^3, 64 records each of a matmul 512^3 and a dense 384^3 as
 transferred data, top 16 by the model, 5 seeds): the first batch picked from the transferred records
@@ -63,7 +63,7 @@ class XGBModel(CostModel):
         warm_start: bool = False,
         update_rounds: int = 20,
         transfer_columns: str = "all",
-        size_relative: bool = True,
+        size_relative: bool = False,
         extra_params: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(seed=seed, min_samples=min_samples)

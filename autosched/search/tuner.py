@@ -70,6 +70,14 @@ of the efficiency runs (2026-12-03): matmul/batch_matmul records ranked dense+bi
 dropped those helpful records in one offline replay of six)."""
 
 
+RAMP_MIN_BATCH = 8
+"""First batches of a model-guided run (then half of the trials so far, up to the batch size).
+Offline (2026-12-03, benchmarks/sim_search_pool.py: 480 randomly chosen measured matmul 256^3
+schedules, 12 seeds, the warm-start records of three efficiency runs), model-guided picks with this
+ramp reached 95% of their final best at trials 26/9/19 against 25/23/25 with batches of 16 (random
+search: 36); with batches of 8 throughout (8 seeds), at 10/9/19."""
+
+
 def make_cost_model(name: str | None, seed: int):
     if name is None:
         return None
@@ -130,7 +138,7 @@ class TaskTuner:
 
     def step(self) -> int:
         """Run one batch; returns the number of trials it used."""
-        n = min(self.options.batch_size, self.options.trials - self.trials)
+        n = min(self.batch_now(), self.options.trials - self.trials)
         if self.model is not None:
             transferred_only = self.model.is_trained and self.model.count_group(self.workload.key) == 0
             self.searcher.explore_floor = TRANSFER_EXPLORE_SHARE if transferred_only else 0.0
@@ -180,6 +188,15 @@ class TaskTuner:
         if self.on_batch is not None:
             self.on_batch(self)
         return len(configs)
+
+    def batch_now(self) -> int:
+        """Size of the next batch. With a cost model, batches start at RAMP_MIN_BATCH and grow to
+        half of the trials so far, up to `batch_size`: the model learns this workload from its first
+        measurements, and each batch it picks from a model refitted sooner is a better batch."""
+        full = self.options.batch_size
+        if self.model is None:
+            return full
+        return min(full, max(RAMP_MIN_BATCH, self.trials // 2))
 
     def _check_transfer(self, feats: np.ndarray, thr: np.ndarray) -> None:
         """Score the batch just measured with the model as it was when the batch was chosen; if the

@@ -83,7 +83,8 @@ def test_a_model_on_relative_columns_ranks_a_size_it_never_saw(tmp_path) -> None
         scores[rel] = pairwise_accuracy(yb, m.predict(xb))
     assert scores[True] > 0.8 and scores[False] < 0.65, scores
 
-    m = XGBModel(seed=0, min_samples=4, num_rounds=10)
+    assert not XGBModel().size_relative  # an option: it helped transfer on some records, hurt on others
+    m = XGBModel(seed=0, min_samples=4, num_rounds=10, size_relative=True)
     m.fit(xa, ya, ["one"] * len(ya))
     m.save(tmp_path / "m.json")
     back = XGBModel.load(tmp_path / "m.json")

@@ -65,7 +65,8 @@ def test_a_model_warm_started_from_misleading_records_forgets_them(misleading: b
     else:
         assert tuner.transfer_checks[0] >= TRANSFER_MIN_PAIRWISE and not tuner.transfer_dropped
         assert model.count_group("another workload") == len(x)
-    tuner.step()  # the run goes on with the model it kept
+    assert tuner.trials == 8  # a model-guided run starts with a small batch
+    tuner.run()  # the run goes on with the model it kept
     assert tuner.trials == 32
 
 
