@@ -151,17 +151,20 @@ def tune(workload: Workload | Sequence[Tensor] | str, target: str | Target = "cp
          runner: Any = None, builder: Any = None, batch_size: int = 16, early_stopping: int | None = None,
          seed: int = 0, progress: bool = True, plot: str | Path | None = None, job_id: str | None = None,
          searcher_options: dict | None = None, on_batch: Callable[[TaskTuner], None] | None = None,
-         should_stop: Callable[[], bool] | None = None, template: Callable | None = None) -> TuneResult:
+         should_stop: Callable[[], bool] | None = None, template: Callable | None = None,
+         verify: int = 4) -> TuneResult:
     """Tune `workload` on `target` for `trials` candidates; every result goes to the database.
 
     `on_batch(task)` is called after every batch (progress: `task.trials`, `task.best_cost`,
     `task.curve`); `should_stop()` is checked between batches, so a job can be cancelled cleanly.
     `template(cfg, s, tensors)` replaces the generated sketch space with an expert template
-    (see `autosched.schedule.template`).
+    (see `autosched.schedule.template`). At the end the `verify` best schedules are measured twice
+    more, back to back, and the best by the median of its measurements wins (`TaskTuner.verify`).
     """
     w = as_workload(workload)
     tgt = Target.parse(target)
-    opts = TuneOptions(trials, batch_size, searcher, cost_model, seed, early_stopping, searcher_options or {})
+    opts = TuneOptions(trials, batch_size, searcher, cost_model, seed, early_stopping, searcher_options or {},
+                       verify)
     database = open_db(db)
     register(database, w, tgt)
     known = {r.steps_hash: r.median for r in database.records(w.key, tgt.key, ok_only=True)
@@ -231,6 +234,8 @@ def tune_many(workloads: Sequence[Workload], target: str | Target = "cpu", trial
             sched.update(k, tasks[k].best_cost, n)
             if n == 0 or tasks[k].done:
                 sched.dead[k] = True  # nothing left to try for this task
+        for t in tasks:
+            t.verify()
     finally:
         _close(measurer)
     return [t.result(time.perf_counter() - t0) for t in tasks]

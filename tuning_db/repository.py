@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import Select, bindparam, func, select
 
-from tuning_db import exchange, jsonl, store
+from tuning_db import exchange, jsonl, ranking, store
 from tuning_db import jobs as job_rules
 from tuning_db.engine import make_engine, read_engine, write_engine
 from tuning_db.migrate import ensure_schema
@@ -57,7 +57,6 @@ class TuningDB:
             select(records_table)
             .where(R.workload_key == bindparam("wk"), R.target_key == bindparam("tk"), _OK)
             .order_by(R.median, R.id)
-            .limit(1)
         )
 
     def __repr__(self) -> str:
@@ -132,18 +131,26 @@ class TuningDB:
         return self.commit_records([record])[0]
 
     def best(self, workload_key: str, target_key: str) -> Record | None:
-        """The valid record with the lowest median (ties: the oldest), or None: one index seek."""
-        with self._reader.connect() as conn:
-            row = conn.execute(self._best, {"wk": workload_key, "tk": target_key}).first()
-        return None if row is None else to_record(row)
+        """The best schedule's record, or None. A schedule measured several times is judged by the
+        upper median of its records (`tuning_db.ranking`); the record returned is that one."""
+        top = self.top_k(workload_key, target_key, 1)
+        return top[0] if top else None
 
     def top_k(self, workload_key: str, target_key: str, k: int) -> list[Record]:
-        """The `k` valid records with the lowest medians, ascending."""
+        """The `k` best schedules, one record each (see `best`), fastest first."""
         if not isinstance(k, int) or k < 0:
             raise ValueError(f"k must be an int >= 0, got {k!r}")
-        stmt = self._best.limit(k)
+        params = {"wk": workload_key, "tk": target_key}
         with self._reader.connect() as conn:
-            return [to_record(r) for r in conn.execute(stmt, {"wk": workload_key, "tk": target_key})]
+            def fastest(n: int) -> list[Record]:
+                return [to_record(r) for r in conn.execute(self._best.limit(n), params)]
+
+            def all_of(hashes) -> list[Record]:
+                stmt = select(records_table).where(R.workload_key == workload_key, R.target_key == target_key,
+                                                   _OK, R.steps_hash.in_(sorted(hashes)))
+                return [to_record(r) for r in conn.execute(stmt)]
+
+            return ranking.best_schedules(fastest, all_of, k)
 
     def measured_step_hashes(self, workload_key: str, target_key: str) -> set[str]:
         """Hashes of every schedule already measured (valid or failed): a resumed tuner skips them."""
@@ -184,13 +191,12 @@ class TuningDB:
             return [to_record(r) for r in conn.execute(stmt)]
 
     def best_per_workload(self, target_key: str | None = None) -> list[Record]:
-        """The best record of every (workload, target) pair, ordered by workload then target key."""
-        rank = func.row_number().over(partition_by=(R.workload_key, R.target_key), order_by=(R.median, R.id))
-        inner = self._filter(select(records_table, rank.label("rank_")), None, target_key, True).subquery()
-        cols = [inner.c[c.name] for c in records_table.columns]
-        stmt = select(*cols).where(inner.c.rank_ == 1).order_by(inner.c.workload_key, inner.c.target_key)
+        """The best record (as `best` chooses it) of every (workload, target) pair, ordered by workload
+        then target key."""
+        stmt = self._filter(select(R.workload_key, R.target_key).distinct(), None, target_key, True)
         with self._reader.connect() as conn:
-            return [to_record(r) for r in conn.execute(stmt)]
+            pairs = sorted(tuple(p) for p in conn.execute(stmt))
+        return [rec for wk, tk in pairs if (rec := self.best(wk, tk)) is not None]
 
     # ---- jobs --------------------------------------------------------------------------------
 

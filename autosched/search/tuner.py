@@ -32,12 +32,15 @@ class TuneOptions:
     seed: int = 0
     early_stopping: int | None = None  # stop after this many trials without improvement
     searcher_options: dict = field(default_factory=dict)
+    verify: int = 4  # re-measure this many of the best schedules at the end (0: off); see TaskTuner.verify
 
     def __post_init__(self) -> None:
         if not isinstance(self.trials, int) or self.trials < 1:
             raise ValueError(f"trials must be a positive integer, got {self.trials!r}")
         if not isinstance(self.batch_size, int) or self.batch_size < 1:
             raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}")
+        if not isinstance(self.verify, int) or self.verify < 0:
+            raise ValueError(f"verify must be an integer >= 0, got {self.verify!r}")
         if self.cost_model not in (None, "xgb", "random"):
             raise ValueError(f"unknown cost model {self.cost_model!r}; use 'xgb', 'random' or None")
 
@@ -48,12 +51,15 @@ class TuneResult:
     target: str
     best_cost: float
     best_steps_json: str | None
-    curve: list[tuple[int, float]]  # (trials so far, best GFLOP/s so far)
+    curve: list[tuple[int, float]]  # (trials so far, best single measurement so far in GFLOP/s)
     trials: int
     measured: int
     reused: int
     errors: dict[str, int]
     seconds: float
+    verified: dict[str, float] = field(default_factory=dict)
+    """steps hash -> cost after re-measurement, for the schedules `TaskTuner.verify` re-measured;
+    `best_cost` is then the best of these, which can be slower than the curve's lucky last point."""
 
     @property
     def best_gflops(self) -> float:
@@ -70,6 +76,11 @@ of the efficiency runs (2026-12-03): matmul/batch_matmul records ranked dense+bi
 dropped those helpful records in one offline replay of six)."""
 
 
+VERIFY_ROUNDS = 2
+"""Re-measurements of each verified schedule (with its first measurement: a median of three)."""
+VERIFY_PASSES = 3
+"""Passes of `TaskTuner.verify`: a pass re-measures the schedules measured once that are still faster
+than the verified best, so the result is what the database's ranking picks."""
 RAMP_MIN_BATCH = 8
 """First batches of a model-guided run (then half of the trials so far, up to the batch size).
 Offline (2026-12-03, benchmarks/sim_search_pool.py: 480 randomly chosen measured matmul 256^3
@@ -121,6 +132,8 @@ class TaskTuner:
         self.trials = self.measured = self.reused = 0
         self.errors: dict[str, int] = {}
         self._since_improvement = 0
+        self.evaluated: dict[str, tuple[float, str]] = {}  # steps hash -> (cost, steps JSON), valid ones
+        self.verified: dict[str, float] = {}
 
     def _predict(self, configs: Sequence[tuple[int, ...]]) -> np.ndarray:
         feats = self.cands.features(list(configs))
@@ -172,6 +185,9 @@ class TaskTuner:
         improved = False
         for cfg, cost in zip(configs, costs):
             self.trials += 1
+            if math.isfinite(cost):
+                c = self.cands.get(cfg)
+                self.evaluated[c.steps_hash] = (cost, c.steps_json)
             if cost < self.best_cost:
                 self.best_cost, self.best_steps = cost, self.cands.get(cfg).steps_json
                 improved = True
@@ -215,13 +231,56 @@ class TaskTuner:
             self.model.keep_only_group(key)
             self.transfer_dropped = True
 
+    def verify(self) -> None:
+        """Re-measure the `options.verify` best schedules VERIFY_ROUNDS times, all of them back to back
+        in each round, and make the best by the median of each one's measurements the result.
+
+        Why: candidates are measured minutes apart, and on a shared machine one measurement can be
+        lucky by 20-50%; the fastest single measurement is then the luckiest of the near-equal top
+        schedules, not the fastest (2026-12-03, softmax 4096x1024 on the 2-core VM: the pick of a
+        200-trial run took 1.38 ms when measured and 2.08 ms timed again, while a schedule with
+        streaming stores was 12-18% faster than it in every same-process comparison). The
+        re-measurements are stored like any other, and the database judges a schedule by all its
+        records the same way (`tuning_db.ranking`), so `apply_best` agrees with this result. A failed
+        re-measurement is counted as an error and leaves that schedule judged by the others.
+        """
+        k = self.options.verify
+        if k <= 0 or len(self.evaluated) < 2:
+            return
+        by_cost = sorted(self.evaluated, key=lambda h: (self.evaluated[h][0], h))
+        todo = by_cost[:k]
+        for _ in range(VERIFY_PASSES):
+            samples = {h: [self.evaluated[h][0]] for h in todo}
+            for r in range(VERIFY_ROUNDS):
+                order = todo[r % len(todo):] + todo[: r % len(todo)]  # rotate: none always goes first
+                inputs = [MeasureInput(self.workload.key, self.workload.to_json(), self.target.key,
+                                       self.evaluated[h][1]) for h in order]
+                for h, res in zip(order, self.measurer.measure(inputs)):
+                    self.measured += 1
+                    if res.ok:
+                        samples[h].append(res.median)
+                    else:
+                        name = ErrorCode(res.error_code).name
+                        self.errors[name] = self.errors.get(name, 0) + 1
+            self.verified.update({h: sorted(v)[len(v) // 2] for h, v in samples.items()})
+            best = min(self.verified.values())
+            # a schedule measured once and faster than the verified best would win by that one measurement
+            todo = [h for h in by_cost if h not in self.verified and self.evaluated[h][0] < best][:k]
+            if not todo:
+                break
+        win = min(self.evaluated, key=lambda h: (self.verified.get(h, self.evaluated[h][0]), h))
+        self.best_cost = self.verified.get(win, self.evaluated[win][0])
+        self.best_steps = self.evaluated[win][1]
+
     def result(self, seconds: float) -> TuneResult:
         return TuneResult(self.workload, self.target.key, self.best_cost, self.best_steps, self.curve,
-                          self.trials, self.measured, self.reused, self.errors, seconds)
+                          self.trials, self.measured, self.reused, self.errors, seconds, dict(self.verified))
 
     def run(self, should_stop: Callable[[], bool] | None = None) -> TuneResult:
         t0 = time.perf_counter()
         while not self.done and not (should_stop is not None and should_stop()):
             if self.step() == 0:
                 break
+        if not (should_stop is not None and should_stop()):
+            self.verify()
         return self.result(time.perf_counter() - t0)

@@ -31,6 +31,7 @@ def _workload(args):
 
 
 def cmd_tune(args) -> int:
+    from autosched.search.tuner import VERIFY_ROUNDS
     from autosched.tuning import tune
 
     w = _workload(args)
@@ -38,12 +39,16 @@ def cmd_tune(args) -> int:
           f"searcher={args.searcher} cost_model={args.cost_model}", flush=True)
     r = tune(w, args.target, args.trials, searcher=args.searcher,
              cost_model=None if args.cost_model == "none" else args.cost_model, db=args.db, runner=args.runner,
-             batch_size=args.batch_size, early_stopping=args.early_stopping, seed=args.seed, plot=args.plot)
+             batch_size=args.batch_size, early_stopping=args.early_stopping, seed=args.seed, plot=args.plot,
+             verify=args.verify)
     if r.best_steps_json is None:
         print(f"no valid schedule found in {r.trials} trials; errors: {r.errors}")
         return 1
     print(f"best: {r.best_cost * 1e3:.4f} ms  {r.best_gflops:.1f} GFLOP/s  after {r.trials} trials "
           f"({r.measured} measured, {r.reused} reused from the database) in {r.seconds:.1f} s")
+    if r.verified:
+        print(f"verified: the best {len(r.verified)} schedules measured {1 + VERIFY_ROUNDS} times each; the "
+              f"best by its median wins (its fastest single measurement: {r.curve[-1][1]:.1f} GFLOP/s)")
     print(f"errors: {r.errors or 'none'}")
     print(f"workload key: {w.key}")
     if args.plot:
@@ -163,6 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--cost-model", default="xgb", choices=["xgb", "random", "none"])
     t.add_argument("--batch-size", type=int, default=16)
     t.add_argument("--early-stopping", type=int, default=None)
+    t.add_argument("--verify", type=int, default=4,
+                   help="re-measure this many of the best schedules at the end; the best median wins (0: off)")
     t.add_argument("--runner", default=None, help="'ray' for an embedded Ray cluster, or HOST:PORT of one")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--plot", default=None, help="write the tuning curve to this PNG")
