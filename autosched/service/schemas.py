@@ -56,6 +56,7 @@ class JobCreate(_Strict):
     batch_size: int = Field(16, ge=1, le=4096)
     seed: int = Field(0, ge=0, le=2**31 - 1)
     early_stopping: int | None = Field(None, ge=1, le=1_000_000)
+    verify: int = Field(4, ge=0, le=64, description="best schedules re-measured at the end; the best median wins")
     priority: int = Field(0, ge=-100, le=100,
                           description="higher runs first; equal priorities share workers round robin")
 
