@@ -186,6 +186,26 @@ def time_lookups(
     return out
 
 
+def verify_keys(db: TuningDB, keys: list[tuple[str, str]]) -> dict[tuple[str, str], float]:
+    """What a tuner's verification leaves behind: the 4 fastest schedules of each key measured twice
+    more, 1.5x slower than their first (lucky) measurement. Returns the best median each key should
+    now report (the 5th schedule, or a verified one at 1.5x)."""
+    from tuning_db import RecordIn
+
+    want, new = {}, []
+    for wk, tk in keys:
+        top = db.top_k(wk, tk, 5)
+        if len(top) < 5:
+            continue
+        for r in top[:4]:
+            slow = r.median * 1.5
+            new += [RecordIn(wk, tk, r.steps, costs=(slow * 1.01, slow, slow * 0.99), host="bench")] * 2
+        want[(wk, tk)] = min(top[4].median, top[0].median * 1.5)
+    for i in range(0, len(new), 5000):
+        db.commit_records(new[i:i + 5000])
+    return want
+
+
 def run_backend(name: str, url: str, args: argparse.Namespace) -> dict[str, Any]:
     print(f"[{name}] filling {args.records:,} records ...", flush=True)
     db = TuningDB(url)
@@ -197,6 +217,9 @@ def run_backend(name: str, url: str, args: argparse.Namespace) -> dict[str, Any]
             flush=True,
         )
         lookups = time_lookups(db, f["keys"], args.lookups, args.seed, f["best"])
+        verified_best = verify_keys(db, f["keys"])
+        lookups["verified"] = time_lookups(db, list(verified_best), args.lookups, args.seed, verified_best)
+        args_records = args.records + 8 * len(verified_best)
         with db.engine.connect() as conn:
             if name == "sqlite":
                 version = conn.exec_driver_sql("select sqlite_version()").scalar()
@@ -205,9 +228,11 @@ def run_backend(name: str, url: str, args: argparse.Namespace) -> dict[str, Any]
                 version = conn.execute(text("show server_version")).scalar()
                 size = conn.execute(text("select pg_database_size(current_database())")).scalar()
             count = conn.execute(text("select count(*) from records")).scalar()
-        assert count == args.records, count
+        assert count == args_records, count
+        v = lookups["verified"]["best"]
         print(
-            f"[{name}] best p50 {lookups['best']['p50_us']:.0f} us, p99 {lookups['best']['p99_us']:.0f} us", flush=True
+            f"[{name}] best p50 {lookups['best']['p50_us']:.0f} us, p99 {lookups['best']['p99_us']:.0f} us; "
+            f"after verification p50 {v['p50_us']:.0f} us, p99 {v['p99_us']:.0f} us", flush=True
         )
         return {
             "backend": name,
@@ -262,15 +287,15 @@ def write_docs(result: dict[str, Any], md: Path, js: Path) -> None:
         "raw figures in `docs/bench_db.json`.",
         "",
         "| backend | server | fill (s) | insert rows/s | size (MiB) | best p50 (us) | best p99 (us) "
-        "| top_k10 p50 (us) | top_k10 p99 (us) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| top_k10 p50 (us) | top_k10 p99 (us) | verified: best p50 (us) | verified: best p99 (us) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in result["backends"]:
-        b, t = r["lookups"]["best"], r["lookups"]["top_k10"]
+        b, t, v = r["lookups"]["best"], r["lookups"]["top_k10"], r["lookups"]["verified"]["best"]
         lines.append(
             f"| {r['backend']} | {r['server_version']} | {r['fill_seconds']:.1f} | {r['rows_per_second']:,.0f} "
             f"| {r['db_bytes'] / 2**20:,.0f} | {b['p50_us']:.0f} | {b['p99_us']:.0f} | {t['p50_us']:.0f} "
-            f"| {t['p99_us']:.0f} |"
+            f"| {t['p99_us']:.0f} | {v['p50_us']:.0f} | {v['p99_us']:.0f} |"
         )
     lines += [
         "",
@@ -278,9 +303,14 @@ def write_docs(result: dict[str, Any], md: Path, js: Path) -> None:
         "cluster with default settings (fsync on, shared_buffers 128 MB) reached over loopback TCP, so each "
         "lookup includes network round trips: reads run in autocommit (no BEGIN/ROLLBACK) and the default "
         "`pool_pre_ping=True` adds one ping per call (`DBSettings(pool_pre_ping=False)` saves it). "
-        "`best()` is an index seek on the partial index "
-        "`ix_records_best (workload_key, target_key, median, id) WHERE error_code = 0`. Fill time includes "
-        "generating the rows in Python, index maintenance and `ANALYZE`.",
+        "`best()` reads the 8 fastest records by the partial index "
+        "`ix_records_best (workload_key, target_key, median, id) WHERE error_code = 0`, each with its "
+        "schedule's record count: one query when those schedules were measured once. "
+        "*Verified*: then every key's 4 fastest schedules get two more "
+        "records each, 1.5x slower, as a tuner's verification leaves them (`tuning_db/ranking.py` judges a "
+        "schedule by the upper median of its records: a window of the fastest records and the records of "
+        "their schedules); those lookups are checked against the expected answer and timed the same way. "
+        "Fill time includes generating the rows in Python, index maintenance and `ANALYZE`.",
         "",
         f"The machine was shared with other work while this ran (1-minute load average "
         f"{m['loadavg_1m_at_start']:.1f} at the start, {m['loadavg_1m_at_end']:.1f} at the end, on "

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-BEST_WINDOW = 32
-"""Records read first; doubled while the answer is not yet certain."""
+BEST_WINDOW = 8
+"""Records read first (at least twice k); doubled while the answer is not yet certain."""
 
 
 def representative(records: Sequence[Any]) -> Any:
@@ -28,12 +28,18 @@ def representative(records: Sequence[Any]) -> Any:
     return ordered[len(ordered) // 2]
 
 
+def _hashes(records: Iterable[Any]) -> Iterable[str]:
+    return (r.steps_hash for r in records)
+
+
 def best_schedules(fastest: Callable[[int], list[Any]], all_of: Callable[[Iterable[str]], list[Any]],
                    k: int) -> list[Any]:
     """The `k` best schedules' representative records, fastest first.
 
     `fastest(n)`: the n valid records with the lowest medians (ascending, ties by id);
-    `all_of(hashes)`: every valid record of those schedules.
+    `all_of(hashes)`: every valid record of those schedules. Records need `id`, `steps_hash` and
+    `median`; when those of `fastest` also carry `n_records` (valid records of their schedule) and
+    the window already holds all of them, `all_of` is not asked.
     """
     if k <= 0:
         return []
@@ -43,8 +49,12 @@ def best_schedules(fastest: Callable[[int], list[Any]], all_of: Callable[[Iterab
         if not head:
             return []
         groups: dict[str, list[Any]] = {}
-        for rec in all_of({r.steps_hash for r in head}):
+        for rec in head:
             groups.setdefault(rec.steps_hash, []).append(rec)
+        if not all(len(g) == getattr(g[0], "n_records", -1) for g in groups.values()):
+            groups = {}
+            for rec in all_of(set(_hashes(head))):
+                groups.setdefault(rec.steps_hash, []).append(rec)
         reps = sorted((representative(g) for g in groups.values()), key=lambda r: (r.median, r.id))[:k]
         exhausted = len(head) < window
         if exhausted or (len(reps) == k and reps[-1].median <= head[-1].median):

@@ -183,7 +183,7 @@ def test_best_is_an_index_seek(db: TuningDB) -> None:
     """The hot query must use the partial index, not scan or sort the table."""
     register(db)
     db.commit_records([rec(W1, CPU, i, 1e-3 * (1 + i % 5)) for i in range(50)])
-    stmt = db._best.params(wk=W1, tk=CPU)  # the exact statement best() runs
+    stmt = db._best.params(wk=W1, tk=CPU, n=8)  # the exact statement best() runs
     sql = str(stmt.compile(dialect=db.engine.dialect, compile_kwargs={"literal_binds": True}))
     with db.engine.connect() as conn:
         if conn.dialect.name == "sqlite":
