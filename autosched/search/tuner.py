@@ -89,6 +89,11 @@ ramp reached 95% of their final best at trials 26/9/19 against 25/23/25 with bat
 search: 36); with batches of 8 throughout (8 seeds), at 10/9/19."""
 
 
+def upper_median(values: Sequence[float]) -> float:
+    """How a schedule measured several times is judged, here and in the database (`tuning_db.ranking`)."""
+    return sorted(values)[len(values) // 2]
+
+
 def make_cost_model(name: str | None, seed: int):
     if name is None:
         return None
@@ -133,6 +138,7 @@ class TaskTuner:
         self.errors: dict[str, int] = {}
         self._since_improvement = 0
         self.evaluated: dict[str, tuple[float, str]] = {}  # steps hash -> (cost, steps JSON), valid ones
+        self._costs: dict[str, list[float]] = {}  # steps hash -> every valid cost seen in this run
         self.verified: dict[str, float] = {}
 
     def _predict(self, configs: Sequence[tuple[int, ...]]) -> np.ndarray:
@@ -177,7 +183,10 @@ class TaskTuner:
                 self.measured += 1
                 if res.ok:
                     costs[k] = res.median
-                    self.known[self.cands.get(configs[k]).steps_hash] = res.median
+                    h = self.cands.get(configs[k]).steps_hash
+                    self.known[h] = res.median
+                    # two knob settings can give one schedule: both measurements count, as in the database
+                    self._costs.setdefault(h, []).append(res.median)
                 else:
                     name = ErrorCode(res.error_code).name
                     self.errors[name] = self.errors.get(name, 0) + 1
@@ -187,7 +196,10 @@ class TaskTuner:
             self.trials += 1
             if math.isfinite(cost):
                 c = self.cands.get(cfg)
-                self.evaluated[c.steps_hash] = (cost, c.steps_json)
+                seen = self._costs.setdefault(c.steps_hash, [])
+                if not seen:
+                    seen.append(cost)  # reused from the database
+                self.evaluated[c.steps_hash] = (upper_median(seen), c.steps_json)
             if cost < self.best_cost:
                 self.best_cost, self.best_steps = cost, self.cands.get(cfg).steps_json
                 improved = True
@@ -250,7 +262,7 @@ class TaskTuner:
         by_cost = sorted(self.evaluated, key=lambda h: (self.evaluated[h][0], h))
         todo = by_cost[:k]
         for _ in range(VERIFY_PASSES):
-            samples = {h: [self.evaluated[h][0]] for h in todo}
+            samples = {h: self._costs[h] for h in todo}
             for r in range(VERIFY_ROUNDS):
                 order = todo[r % len(todo):] + todo[: r % len(todo)]  # rotate: none always goes first
                 inputs = [MeasureInput(self.workload.key, self.workload.to_json(), self.target.key,
@@ -262,7 +274,7 @@ class TaskTuner:
                     else:
                         name = ErrorCode(res.error_code).name
                         self.errors[name] = self.errors.get(name, 0) + 1
-            self.verified.update({h: sorted(v)[len(v) // 2] for h, v in samples.items()})
+            self.verified.update({h: upper_median(v) for h, v in samples.items()})
             best = min(self.verified.values())
             # a schedule measured once and faster than the verified best would win by that one measurement
             todo = [h for h in by_cost if h not in self.verified and self.evaluated[h][0] < best][:k]

@@ -87,9 +87,10 @@ def run_job(spec: JobSpec, stop_event: threading.Event | None = None) -> JobOutc
             runner=spec.runner, batch_size=int(req.get("batch_size", 16)),
             early_stopping=req.get("early_stopping"), seed=int(req.get("seed", 0)), progress=False,
             job_id=spec.job_id, on_batch=on_batch, should_stop=should_stop, verify=int(req.get("verify", 4)))
-        best = result.best_cost if math.isfinite(result.best_cost) else None
-        if best is not None and result.verified:
-            state["best"] = best  # after re-measurement: what `best()` of the database now says
+        rec = db.best(job.workload_key, job.target_key)
+        if rec is not None:  # after verification: what the schedules endpoint and `apply_best` give
+            state["best"] = rec.median
+        best = state["best"]
         db.update_job(spec.job_id, trials_done=state["trials"], best_median=state["best"])
         return JobOutcome(spec.job_id, "stopped" if state["stopped"] else "finished", int(state["trials"] or 0),
                           result.measured, result.reused, best, dict(result.errors))

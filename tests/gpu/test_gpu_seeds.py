@@ -141,7 +141,7 @@ def test_tuning_measures_the_seeds_first(target, name, searcher):
     space = make_space(w, target)
     m = _RecordingMeasurer()
     tuner = TaskTuner(w, Target.parse(target), m, TuneOptions(trials=24, batch_size=16, searcher=searcher,
-                                                              cost_model=None), space=space)
+                                                              cost_model=None, verify=0), space=space)
     tuner.run()
     cands = CandidateCache(w, space, target)
     seeds = [cands.get(space.space.index_of(v)).steps_json for v in space.seeds]

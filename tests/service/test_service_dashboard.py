@@ -90,8 +90,10 @@ def test_dashboard_follows_a_job_and_shows_best_schedules(browser, tmp_path: Pat
         db = TuningDB(db_url)
         tk = Target.parse("cpu").key
         db.update_job(job["id"], state="running", trials_done=3, best_median=2e-4)
-        db.commit_records([RecordIn(job["workload_key"], tk, [], (m, m), job_id=job["id"])
-                           for m in (4e-4, 3e-4, 2e-4)])
+        split = lambda f: [{"kind": "split", "stage": "C", "loop": "i", "factors": [16 // f, f],  # noqa: E731
+                            "version": 1}]
+        db.commit_records([RecordIn(job["workload_key"], tk, split(f), (m, m), job_id=job["id"])
+                           for f, m in ((2, 4e-4), (4, 3e-4), (8, 2e-4))])
         row = lambda: next(r for r in rows() if r.get_attribute("data-id") == job["id"]).text  # noqa: E731
         _wait(lambda: "running" in row() and "3/8" in row(), what="live progress 3/8")
         db.update_job(job["id"], state="done", trials_done=8, best_median=1e-4)

@@ -28,7 +28,6 @@ def test_tune_records_resumes_and_applies_best(db_url):
     # the best schedules were re-measured; the best by its median is the result, and the database's
     # best (each schedule judged by all its records) is that same schedule at that same cost
     assert 2 <= len(r1.verified) <= 12 and r1.best_cost <= min(r1.verified.values())
-    assert r1.best_gflops <= r1.curve[-1][1] * (1 + 1e-9)  # no better than the luckiest single measurement
     from tuning_db import TuningDB, steps_hash
 
     db = TuningDB(db_url)
