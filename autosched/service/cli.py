@@ -48,7 +48,7 @@ def cmd_tune(args) -> int:
           f"({r.measured} measured, {r.reused} reused from the database) in {r.seconds:.1f} s")
     if r.verified:
         print(f"verified: the best {len(r.verified)} schedules measured {1 + VERIFY_ROUNDS} times each; the "
-              f"best by its median wins (its fastest single measurement: {r.curve[-1][1]:.1f} GFLOP/s)")
+              f"best by its median wins (the run's fastest single measurement: {r.curve[-1][1]:.1f} GFLOP/s)")
     print(f"errors: {r.errors or 'none'}")
     print(f"workload key: {w.key}")
     if args.plot:
