@@ -22,10 +22,20 @@ BEST_WINDOW = 8
 """Records read first (at least twice k); doubled while the answer is not yet certain."""
 
 
+def first_window(k: int) -> int:
+    """Records read by the first query for the `k` best schedules."""
+    return max(BEST_WINDOW, 2 * k)
+
+
+def upper_median(values: Sequence[Any]) -> Any:
+    """The rule: the middle of an odd count, the higher middle of an even one."""
+    return sorted(values)[len(values) // 2]
+
+
 def representative(records: Sequence[Any]) -> Any:
     """The record that stands for one schedule: upper median by (median, id)."""
-    ordered = sorted(records, key=lambda r: (r.median, r.id))
-    return ordered[len(ordered) // 2]
+    _, _, i = upper_median([(r.median, r.id, i) for i, r in enumerate(records)])
+    return records[i]
 
 
 def _hashes(records: Iterable[Any]) -> Iterable[str]:
@@ -43,7 +53,7 @@ def best_schedules(fastest: Callable[[int], list[Any]], all_of: Callable[[Iterab
     """
     if k <= 0:
         return []
-    window = max(BEST_WINDOW, 2 * k)
+    window = first_window(k)
     while True:
         head = fastest(window)
         if not head:

@@ -152,14 +152,14 @@ class TuningDB:
         if k == 0:
             return []
         params = {"wk": workload_key, "tk": target_key}
-        first_window = max(ranking.BEST_WINDOW, 2 * k)
+        window = ranking.first_window(k)
         with self._reader.connect() as conn:
             # one query when the fastest records' schedules have no records outside the window (each
             # measured once, the common case); two when a schedule was re-measured (verified)
-            head = list(conn.execute(self._best, {**params, "n": first_window}))
+            head = list(conn.execute(self._best, {**params, "n": window}))
 
             def fastest(n: int) -> list[Any]:
-                return head if n == first_window else list(conn.execute(self._best, {**params, "n": n}))
+                return head if n == window else list(conn.execute(self._best, {**params, "n": n}))
 
             def all_of(hashes) -> list[Any]:
                 return list(conn.execute(self._of_schedules, {**params, "hashes": sorted(hashes)}))

@@ -21,6 +21,7 @@ from autosched.search.candidates import CandidateCache
 from autosched.search.registry import make_searcher
 from autosched.target import Target
 from autosched.workload import Workload
+from tuning_db.ranking import upper_median  # how the database judges a re-measured schedule
 
 
 @dataclass(frozen=True)
@@ -87,11 +88,6 @@ Offline (2026-12-03, benchmarks/sim_search_pool.py: 480 randomly chosen measured
 schedules, 12 seeds, the warm-start records of three efficiency runs), model-guided picks with this
 ramp reached 95% of their final best at trials 26/9/19 against 25/23/25 with batches of 16 (random
 search: 36); with batches of 8 throughout (8 seeds), at 10/9/19."""
-
-
-def upper_median(values: Sequence[float]) -> float:
-    """How a schedule measured several times is judged, here and in the database (`tuning_db.ranking`)."""
-    return sorted(values)[len(values) // 2]
 
 
 def make_cost_model(name: str | None, seed: int):
