@@ -30,6 +30,8 @@ BODIES = {
     "skips_last": "for (int i = 0; i < %(n)d - 1; ++i) C[i] = A[i] + B[i];",
     "compile_error": "this is not C;",
     "off_by_tiny": "for (int i = 0; i < %(n)d; ++i) C[i] = (A[i] + B[i]) * (1.0f + 1e-6f);",
+    # right answer, then ruins its input (casts the const away): the next candidate must not see it
+    "scribbles_input": "for (int i = 0; i < %(n)d; ++i) { C[i] = A[i] + B[i]; ((float*)A)[i] = 1e9f; }",
 }
 
 HEADER = "#include <stdio.h>\n#include <stdlib.h>\n#include <time.h>\n"

@@ -66,6 +66,29 @@ def test_planted_batch_every_failure_named_good_ones_measured(builder, runner) -
     assert runner.worker.sandbox.restarts >= 3
 
 
+def test_candidates_share_buffers_but_each_gets_fresh_inputs_and_poisoned_outputs(builder, runner) -> None:
+    """One kernel process runs every candidate of a workload on the same memory (steady timings);
+    an input ruined by one candidate is restored and an output it wrote is poisoned again."""
+    by, _ = _batch(builder, runner, ["scribbles_input", "good_omp", "skips_last", "good"], "shared")
+    assert by["scribbles_input"].ok and by["good_omp"].ok and by["good"].ok
+    assert by["skips_last"].error_code == ErrorCode.WRONG_ANSWER and "NaN" in by["skips_last"].error_msg
+    assert len({r.worker_id for r in by.values()}) == 1  # one kernel process: the buffers were shared
+
+
+def test_arg_buffers_are_kept_per_argument_list() -> None:
+    from autosched.measure.executor import ArgBuffers
+
+    bufs = ArgBuffers(max_sets=2)
+    small = (ArgSpec("A", (8,), "float32", False), ArgSpec("C", (8,), "float32", True))
+    big = (ArgSpec("A", (16,), "float32", False), ArgSpec("C", (16,), "float32", True))
+    first = bufs.get(small)
+    assert [b.ctypes.data for b in bufs.get(small)] == [b.ctypes.data for b in first]
+    assert all(b.ctypes.data % 64 == 0 for b in first) and first[0].shape == (8,)
+    assert bufs.get(big)[0].shape == (16,)
+    bufs.get((ArgSpec("X", (4,), "float64", False),))  # a third list evicts the least recent (small)
+    assert bufs.get(small) is not first
+
+
 def test_reference_computed_once_per_workload(builder) -> None:
     ref = AddReference()
     with LocalRunner(FAST, ref) as r:
