@@ -138,6 +138,15 @@ def warm_start(model, db: TuningDB, target: Target, exclude_key: str | None = No
     return len(triples)
 
 
+def add_transfer_seeds(task: TaskTuner, db: TuningDB) -> None:
+    """With the xgb model and `transfer` on, start `task` from the best stored schedules of the same
+    operator at other shapes (see `autosched.search.transfer`)."""
+    from autosched.search.transfer import transfer_seeds
+
+    if task.options.cost_model == "xgb" and task.options.transfer:
+        task.add_transfer_seeds(transfer_seeds(db, task.workload, task.target, task.space))
+
+
 def _progress(task: TaskTuner) -> None:
     if os.environ.get("AUTOSCHED_QUIET"):
         return
@@ -152,7 +161,7 @@ def tune(workload: Workload | Sequence[Tensor] | str, target: str | Target = "cp
          seed: int = 0, progress: bool = True, plot: str | Path | None = None, job_id: str | None = None,
          searcher_options: dict | None = None, on_batch: Callable[[TaskTuner], None] | None = None,
          should_stop: Callable[[], bool] | None = None, template: Callable | None = None,
-         verify: int = 4) -> TuneResult:
+         verify: int = 4, transfer: bool = True) -> TuneResult:
     """Tune `workload` on `target` for `trials` candidates; every result goes to the database.
 
     `on_batch(task)` is called after every batch (progress: `task.trials`, `task.best_cost`,
@@ -160,11 +169,15 @@ def tune(workload: Workload | Sequence[Tensor] | str, target: str | Target = "cp
     `template(cfg, s, tensors)` replaces the generated sketch space with an expert template
     (see `autosched.schedule.template`). At the end the `verify` best schedules are measured twice
     more, back to back, and the best by the median of its measurements wins (`TaskTuner.verify`).
+    With the xgb model, the knowledge of other workloads in the database is used twice: the model
+    is warm-started from their records, and (`transfer`) the best schedules of the same operator at
+    other shapes are measured first (`autosched.search.transfer`). Without a model a run uses its
+    own measurements alone.
     """
     w = as_workload(workload)
     tgt = Target.parse(target)
     opts = TuneOptions(trials, batch_size, searcher, cost_model, seed, early_stopping, searcher_options or {},
-                       verify)
+                       verify, transfer)
     database = open_db(db)
     register(database, w, tgt)
     known = {r.steps_hash: r.median for r in database.records(w.key, tgt.key, ok_only=True)
@@ -186,6 +199,7 @@ def tune(workload: Workload | Sequence[Tensor] | str, target: str | Target = "cp
 
         space = TemplateSpace(w.dag, template, w.args_order)
     task = TaskTuner(w, tgt, measurer, opts, known=known, model=model, on_batch=after_batch, space=space)
+    add_transfer_seeds(task, database)
     try:
         result = task.run(should_stop)
     finally:
@@ -224,6 +238,8 @@ def tune_many(workloads: Sequence[Workload], target: str | Target = "cpu", trial
         tasks.append(TaskTuner(w, tgt, measurer, TuneOptions(trials, batch_size, searcher, cost_model, seed),
                                known=known, model=model, on_batch=_progress if progress else None,
                                check_transfer=False))
+    for t in tasks:
+        add_transfer_seeds(t, database)
     sched = TaskScheduler(len(tasks), weights)
     used, t0 = 0, time.perf_counter()
     try:

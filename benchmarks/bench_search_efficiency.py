@@ -122,11 +122,14 @@ class _Quality:
         task.mean_proposal_gflops = self.sum / max(1, self.n)
 
 
-def lockstep_tasks(w, db_url: str, searchers, seeds: int, trials: int):
-    """One tuner per (searcher, model, seed), all on one database and measurer."""
+def lockstep_tasks(w, db_url: str, searchers, seeds: int, trials: int, ablate: tuple[str, ...] = ()):
+    """One tuner per (searcher, model, seed), all on one database and measurer. Model-guided runs
+    start as `asc.tune` does (model warm-started from the other workloads' records, and the same
+    operator's best schedules at other shapes measured first); searchers in `ablate` also run
+    guided without those transferred schedules ("xgb-notransfer"), to show what each part brings."""
     from autosched.search.tuner import TaskTuner, TuneOptions, make_cost_model
     from autosched.target import Target
-    from autosched.tuning import RecordToDB, default_measurer, open_db, register, warm_start
+    from autosched.tuning import RecordToDB, add_transfer_seeds, default_measurer, open_db, register, warm_start
 
     tgt = Target.host()
     db = open_db(db_url)
@@ -135,16 +138,18 @@ def lockstep_tasks(w, db_url: str, searchers, seeds: int, trials: int):
     known = {r.steps_hash: r.median for r in db.records(w.key, tgt.key, ok_only=True) if r.median}
     labels, tasks = [], {}
     for name in searchers:
-        for model_name in ("xgb", None):
-            label = f"{name}{'+xgb' if model_name else ''}"
+        variants = [("xgb", True), (None, False)] + ([("xgb", False)] if name in ablate else [])
+        for model_name, transfer in variants:
+            label = name + ("" if model_name is None else "+xgb" if transfer else "+xgb-notransfer")
             labels.append(label)
             tasks[label] = []
             for seed in range(seeds):
                 model = make_cost_model(model_name, seed)
                 if model is not None:
                     warm_start(model, db, tgt, exclude_key=w.key, seed=seed)
-                t = TaskTuner(w, tgt, measurer, TuneOptions(trials, 16, name, model_name, seed), known=known,
-                              model=model)
+                t = TaskTuner(w, tgt, measurer, TuneOptions(trials, 16, name, model_name, seed, transfer=transfer),
+                              known=known, model=model)
+                add_transfer_seeds(t, db)
                 t.known = known  # shared: a schedule one run measured is looked up by the others
                 t.mean_proposal_gflops = 0.0
                 t.on_batch = _Quality(t)
@@ -178,6 +183,8 @@ def main() -> None:
     ap.add_argument("--warm", nargs="*", default=[], metavar="OP:A,B,C",
                     help="other workloads tuned into the database first (warm start for the model)")
     ap.add_argument("--warm-trials", type=int, default=64)
+    ap.add_argument("--ablate", nargs="*", default=[], metavar="SEARCHER",
+                    help="also run these searchers guided without the transferred schedules (xgb-notransfer)")
     ap.add_argument("--out", default="search_efficiency", help="results stem under docs/ (.md, .json, .png)")
     a = ap.parse_args()
 
@@ -200,7 +207,7 @@ def main() -> None:
         r = asc.tune(ww, "cpu", a.warm_trials, db=db_url, progress=False)
         warm.append({"workload": ww.name, "key": ww.key, "trials": a.warm_trials, "best_gflops": r.best_gflops})
         print(f"warm: {ww.name} {a.warm_trials} trials, best {r.best_gflops:.1f} GFLOP/s", flush=True)
-    labels, tasks = lockstep_tasks(w, db_url, a.searchers, a.seeds, a.trials)
+    labels, tasks = lockstep_tasks(w, db_url, a.searchers, a.seeds, a.trials, tuple(a.ablate))
     run_lockstep(tasks)
     for label in labels:
         runs, quality = [], []
@@ -212,7 +219,8 @@ def main() -> None:
         mean = list(np.mean(np.array(runs), axis=0))
         curves[label] = mean
         name, _, model = label.partition("+")
-        rows.append({"searcher": name, "model": model or "none", "final_gflops": mean[-1],
+        rows.append({"label": label, "searcher": name, "model": model or "none", "final_gflops": mean[-1],
+                     "transfer_seeds": [len(t.transfer_seeds) for t in tasks[label]],
                      "trials_to_95pct": trials_to(mean, 0.95), "mean_candidate_gflops": float(np.mean(quality))})
         print(f"{label:14s} final {mean[-1]:7.1f} GFLOP/s  95% at trial {rows[-1]['trials_to_95pct']}  "
               f"mean candidate {rows[-1]['mean_candidate_gflops']:.1f}", flush=True)
@@ -226,8 +234,7 @@ def main() -> None:
     bar = 0.95 * rand["final_gflops"]
     for r in rows:
         r["vs_random_trials"] = r["trials_to_95pct"] / max(1, rand["trials_to_95pct"])
-        r["trials_to_random_bar"] = trials_to(curves[f"{r['searcher']}{'+xgb' if r['model'] != 'none' else ''}"],
-                                              1.0, bar)
+        r["trials_to_random_bar"] = trials_to(curves[r["label"]], 1.0, bar)
     rbar = rand["trials_to_random_bar"]
     for r in rows:
         t = r["trials_to_random_bar"]

@@ -34,6 +34,7 @@ class TuneOptions:
     early_stopping: int | None = None  # stop after this many trials without improvement
     searcher_options: dict = field(default_factory=dict)
     verify: int = 4  # re-measure this many of the best schedules at the end (0: off); see TaskTuner.verify
+    transfer: bool = True  # with the xgb model: also start from other workloads' best schedules (search.transfer)
 
     def __post_init__(self) -> None:
         if not isinstance(self.trials, int) or self.trials < 1:
@@ -61,6 +62,8 @@ class TuneResult:
     verified: dict[str, float] = field(default_factory=dict)
     """steps hash -> cost after re-measurement, for the schedules `TaskTuner.verify` re-measured;
     `best_cost` is then the best of these, which can be slower than the curve's lucky last point."""
+    transferred: int = 0
+    """Schedules of other workloads (same operator, other shapes) the run started from."""
 
     @property
     def best_gflops(self) -> float:
@@ -136,6 +139,13 @@ class TaskTuner:
         self.evaluated: dict[str, tuple[float, str]] = {}  # steps hash -> (cost, steps JSON), valid ones
         self._costs: dict[str, list[float]] = {}  # steps hash -> every valid cost seen in this run
         self.verified: dict[str, float] = {}
+        self.transfer_seeds: list[tuple[int, ...]] = []
+
+    def add_transfer_seeds(self, configs: Sequence[tuple[int, ...]]) -> None:
+        """Measure these configs first (other workloads' best schedules moved onto this space, see
+        `autosched.search.transfer`); a seed already measured or invalid here is skipped."""
+        self.transfer_seeds.extend(configs)
+        self.searcher.add_seeds(configs)
 
     def _predict(self, configs: Sequence[tuple[int, ...]]) -> np.ndarray:
         feats = self.cands.features(list(configs))
@@ -282,7 +292,8 @@ class TaskTuner:
 
     def result(self, seconds: float) -> TuneResult:
         return TuneResult(self.workload, self.target.key, self.best_cost, self.best_steps, self.curve,
-                          self.trials, self.measured, self.reused, self.errors, seconds, dict(self.verified))
+                          self.trials, self.measured, self.reused, self.errors, seconds, dict(self.verified),
+                          len(self.transfer_seeds))
 
     def run(self, should_stop: Callable[[], bool] | None = None) -> TuneResult:
         t0 = time.perf_counter()

@@ -40,12 +40,14 @@ def cmd_tune(args) -> int:
     r = tune(w, args.target, args.trials, searcher=args.searcher,
              cost_model=None if args.cost_model == "none" else args.cost_model, db=args.db, runner=args.runner,
              batch_size=args.batch_size, early_stopping=args.early_stopping, seed=args.seed, plot=args.plot,
-             verify=args.verify)
+             verify=args.verify, transfer=not args.no_transfer)
     if r.best_steps_json is None:
         print(f"no valid schedule found in {r.trials} trials; errors: {r.errors}")
         return 1
     print(f"best: {r.best_cost * 1e3:.4f} ms  {r.best_gflops:.1f} GFLOP/s  after {r.trials} trials "
           f"({r.measured} measured, {r.reused} reused from the database) in {r.seconds:.1f} s")
+    if r.transferred:
+        print(f"started from {r.transferred} schedules moved from the same operator's best at other shapes")
     if r.verified:
         print(f"verified: the best {len(r.verified)} schedules measured {1 + VERIFY_ROUNDS} times each; the "
               f"best by its median wins (the run's fastest single measurement: {r.curve[-1][1]:.1f} GFLOP/s)")
@@ -170,6 +172,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--early-stopping", type=int, default=None)
     t.add_argument("--verify", type=int, default=4,
                    help="re-measure this many of the best schedules at the end; the best median wins (0: off)")
+    t.add_argument("--no-transfer", action="store_true",
+                   help="do not start from the best stored schedules of the same operator at other shapes")
     t.add_argument("--runner", default=None, help="'ray' for an embedded Ray cluster, or HOST:PORT of one")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--plot", default=None, help="write the tuning curve to this PNG")

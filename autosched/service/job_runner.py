@@ -86,7 +86,8 @@ def run_job(spec: JobSpec, stop_event: threading.Event | None = None) -> JobOutc
             cost_model=None if req.get("cost_model") in (None, "none") else req["cost_model"], db=db,
             runner=spec.runner, batch_size=int(req.get("batch_size", 16)),
             early_stopping=req.get("early_stopping"), seed=int(req.get("seed", 0)), progress=False,
-            job_id=spec.job_id, on_batch=on_batch, should_stop=should_stop, verify=int(req.get("verify", 4)))
+            job_id=spec.job_id, on_batch=on_batch, should_stop=should_stop, verify=int(req.get("verify", 4)),
+            transfer=bool(req.get("transfer", True)))
         rec = db.best(job.workload_key, job.target_key)
         if rec is not None:  # after verification: what the schedules endpoint and `apply_best` give
             state["best"] = rec.median

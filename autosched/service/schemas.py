@@ -57,6 +57,8 @@ class JobCreate(_Strict):
     seed: int = Field(0, ge=0, le=2**31 - 1)
     early_stopping: int | None = Field(None, ge=1, le=1_000_000)
     verify: int = Field(4, ge=0, le=64, description="best schedules re-measured at the end; the best median wins")
+    transfer: bool = Field(True, description="with the xgb model, start from the best stored schedules of the "
+                                             "same operator at other shapes")
     priority: int = Field(0, ge=-100, le=100,
                           description="higher runs first; equal priorities share workers round robin")
 

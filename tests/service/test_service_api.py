@@ -95,6 +95,7 @@ BAD = [
     ({"workload": {"op": "matmul", "args": [16, 16, 16]}, "trials": 501}, "over this server's limit"),
     ({"workload": {"op": "matmul", "args": [16, 16, 16]}, "searcher": "magic"}, "searcher"),
     ({"workload": {"op": "matmul", "args": [16, 16, 16]}, "code": "import os"}, "Extra inputs"),
+    ({"workload": {"op": "matmul", "args": [16, 16, 16]}, "transfer": "maybe"}, "transfer"),
     ({"workload": {"op": "os.system", "args": []}}, "op"),
     ({"workload": {"dag": {"format": "nope"}, "args_order": ["A"]}}, "dag.ops"),
     ({"workload": {"dag": {"format": "nope", "ops": [{"name": "A", "kind": "placeholder", "shape": [2],

@@ -1,0 +1,183 @@
+"""Start a search from the best schedules of the same operator at other shapes (the database's).
+
+Tuning matmul 256^3 in a database that holds a tuned matmul 512^3 should not begin from nothing:
+its register tile, vector width, unroll depth and packing are a strong guess for the new shape.
+The cost model carries that knowledge only as well as it transfers (its accuracy on a new shape
+moved between 0.43 and 0.78 pairwise across efficiency runs, 2026-12-03); the schedules themselves
+carry it directly. So a guided run also measures, first, the best few schedules of each other
+workload whose sketch has the same knobs, moved onto this workload's knobs:
+
+1. `config_of_steps` recovers a stored record's config in its own workload's sketch space (records
+   keep steps, not configs): coordinate descent on the difference between the steps a config
+   yields and the stored ones, exact when it reaches zero, None when it cannot.
+2. `transplant` gives each knob of the new space the choice nearest to the old value (tile
+   factors by log-distance, so 8 stays 8 where it divides and becomes 4 or 16 where it does not).
+
+Searchers receive the results as seeds (`Searcher.add_seeds`): measured before anything else,
+skipped if invalid or already measured, and then learned from like any measurement.
+
+Measured (2026-12-03, 2-core VM, matmul 256^3 seeded from a matmul 512^3 tuned with 64 trials): on
+the databases of nine earlier efficiency runs, re-measured side by side, the best of the 3 seeds
+reached 0.95 or more of the best of ~1400 measured 256^3 schedules in 6 of 9 (0.51, 0.87 and 0.90
+in the others). In one live run the 512^3 best (16x16 register tile, packed A) was a poor 256^3
+schedule: the seeds measured 44-99 GFLOP/s against a best of 230. A seed costs one trial.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from autosched.schedule.knobs import Config, ConfigSpace
+from autosched.schedule.state import ScheduleError
+
+TRANSFER_SEEDS_PER_WORKLOAD = 3
+"""Best schedules taken from each other workload with the same knobs."""
+TRANSFER_SEEDS_MAX = 6
+"""At most this many seeds in all: they are measured before the model chooses anything."""
+_MAX_SWEEPS = 6
+
+
+def _step_bag(space, config: Config) -> Counter | None:
+    try:
+        steps = space.apply(config).steps_json()
+    except (ScheduleError, ValueError, KeyError):
+        return None
+    return Counter(json.dumps(x, sort_keys=True) for x in steps)
+
+
+def _distance(a: Counter | None, b: Counter) -> float:
+    if a is None:
+        return math.inf
+    return sum(((a - b) + (b - a)).values())
+
+
+def config_of_steps(space, steps: Sequence[dict]) -> Config | None:
+    """The config of `space` (a SketchSpace) whose schedule has exactly these steps, or None.
+
+    Each knob is set in turn to the choice that brings the config's steps closest to `steps` (as a
+    multiset), until they match or a sweep changes nothing. Knobs act on disjoint steps in the
+    sketch rules, so this reaches the exact config in one or two sweeps; None if it does not match.
+    """
+    target = Counter(json.dumps(x, sort_keys=True) for x in steps)
+    cs: ConfigSpace = space.space
+    cur = [0] * len(cs.knobs)
+    best = _distance(_step_bag(space, tuple(cur)), target)
+    for _ in range(_MAX_SWEEPS):
+        if best == 0:
+            break
+        changed = False
+        for i, knob in enumerate(cs.knobs):
+            for j in range(len(knob.choices)):
+                if j == cur[i]:
+                    continue
+                trial = cur.copy()
+                trial[i] = j
+                d = _distance(_step_bag(space, tuple(trial)), target)
+                if d < best:
+                    best, cur, changed = d, trial, True
+        if not changed:
+            break
+    return tuple(cur) if best == 0 else None
+
+
+def _numbers(v: Any) -> tuple[float, ...] | None:
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, int | float):
+        return (float(v),)
+    if isinstance(v, tuple) and v and all(isinstance(x, int | float) and not isinstance(x, bool) for x in v):
+        return tuple(float(x) for x in v)
+    return None
+
+
+def _nearest_choice(choices: tuple, value: Any) -> int | None:
+    """Index of `value` among `choices`, else of the numerically nearest one (log-distance, element-wise
+    for tile tuples); None when the value is not numeric and not a choice."""
+    for j, c in enumerate(choices):
+        if c == value and type(c) is type(value):
+            return j
+    want = _numbers(value)
+    if want is None:
+        return None
+    best_j, best_d = None, math.inf
+    for j, c in enumerate(choices):
+        got = _numbers(c)
+        if got is None or len(got) != len(want):
+            continue
+        d = sum(abs(math.log2(max(g, 0.5)) - math.log2(max(w, 0.5))) for g, w in zip(got, want))
+        if d < best_d:
+            best_j, best_d = j, d
+    return best_j
+
+
+def transplant(values: dict[str, Any], space: ConfigSpace) -> Config | None:
+    """The config of `space` nearest to another workload's knob `values` (same knob names), or None
+    when a knob of `space` has no counterpart there."""
+    out = []
+    for knob in space.knobs:
+        if knob.name not in values:
+            return None
+        j = _nearest_choice(knob.choices, values[knob.name])
+        if j is None:
+            return None
+        out.append(j)
+    return tuple(out)
+
+
+def transfer_seeds(db, workload, target, space, *, per_workload: int = TRANSFER_SEEDS_PER_WORKLOAD,
+                   limit: int = TRANSFER_SEEDS_MAX) -> list[Config]:
+    """Configs of `space` (this workload's SketchSpace) moved from the best stored schedules of other
+    workloads whose sketch has the same knob names on the same target; best first, valid, distinct.
+
+    Other workloads are visited nearest in size first (by log-ratio of FLOPs), so a 512^3 matmul's
+    schedules come before a 4096^3 one's when tuning 256^3.
+    """
+    from autosched.schedule.spaces import make_space
+    from autosched.workload import Workload
+
+    if not hasattr(space, "apply") or not hasattr(space, "space"):
+        return []  # an expert template: its knobs are the author's, nothing to move across
+    names = set(space.space.names)
+    found: list[tuple[float, Workload]] = []
+    for info in db.workloads():
+        if info.key == workload.key:
+            continue
+        try:
+            other = Workload.from_json(info.spec)
+        except Exception:  # noqa: BLE001  a record of an older format: skip it, never fail the tuner
+            continue
+        if other.flops > 0 and workload.flops > 0:
+            found.append((abs(math.log(other.flops / workload.flops)), other))
+    out: list[Config] = []
+    for _, other in sorted(found, key=lambda x: x[0]):
+        try:
+            other_space = make_space(other, target.kind)
+        except (ValueError, ScheduleError):
+            continue
+        if set(other_space.space.names) != names:
+            continue
+        for rec in db.top_k(other.key, target.key, per_workload):
+            try:
+                src = config_of_steps(other_space, json.loads(rec.steps_json))
+            except (ValueError, TypeError):  # a record of an older steps format: not a seed
+                continue
+            if src is None:
+                continue
+            cfg = transplant(other_space.space.values(src), space.space)
+            if cfg is not None and cfg not in out and space.space.valid(cfg) and _applies(space, cfg):
+                out.append(cfg)
+            if len(out) >= limit:
+                return out
+    return out
+
+
+def _applies(space, cfg: Config) -> bool:
+    try:
+        space.apply(cfg)
+    except (ScheduleError, ValueError, KeyError):
+        return False
+    return True

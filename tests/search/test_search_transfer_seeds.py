@@ -1,0 +1,139 @@
+"""A guided run starts from the best stored schedules of the same operator at other shapes: a stored
+record's config is recovered from its steps, moved onto the new shape's knobs, and measured first."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from autosched.measure.types import ErrorCode, MeasureInput, MeasureResult
+from autosched.schedule.knobs import ConfigSpace, Knob
+from autosched.schedule.spaces import make_space
+from autosched.search.candidates import CandidateCache
+from autosched.search.transfer import config_of_steps, transfer_seeds, transplant
+from autosched.search.tuner import TaskTuner, TuneOptions
+from autosched.target import Target
+from autosched.tuning import RecordToDB, add_transfer_seeds, open_db, register
+from autosched.workload import Workload
+
+CPU = Target.parse("cpu")
+SMALL = Workload.create("matmul", 64, 64, 64)
+SMALL_SPACE = make_space(SMALL, "cpu")
+
+
+def _valid_config(seed: int):
+    return SMALL_SPACE.space.sample_valid(np.random.default_rng(seed))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000))
+def test_a_config_is_recovered_from_its_steps(seed: int) -> None:
+    cfg = _valid_config(seed)
+    steps = SMALL_SPACE.apply(cfg).steps_json()
+    back = config_of_steps(SMALL_SPACE, steps)
+    assert back is not None
+    assert SMALL_SPACE.apply(back).steps_json() == steps  # the same schedule (two configs may give it)
+
+
+def test_steps_no_config_yields_are_not_matched() -> None:
+    steps = SMALL_SPACE.apply(_valid_config(1)).steps_json()
+    steps.append({"kind": "annotate", "v": 1, "stage": "C", "loop": "nowhere", "annotation": "parallel"})
+    assert config_of_steps(SMALL_SPACE, steps) is None
+
+
+def test_transplant_keeps_a_choice_that_exists_and_takes_the_nearest_one_otherwise() -> None:
+    space = ConfigSpace((Knob("t", ((1, 1), (2, 4), (4, 4), (8, 8)), "tile"), Knob("u", (0, 16, 64), "unroll"),
+                         Knob("f", (False, True), "flag")))
+    assert space.values(transplant({"t": (2, 4), "u": 64, "f": True}, space)) == {"t": (2, 4), "u": 64, "f": True}
+    # (4, 8) is nearest (4, 4) and (8, 8) in log distance 1; the first wins; 32 is nearest 16 (and 64)
+    got = space.values(transplant({"t": (4, 8), "u": 20, "f": False}, space))
+    assert got == {"t": (4, 4), "u": 16, "f": False}
+    assert transplant({"t": (2, 4), "u": 0}, space) is None  # no value for knob "f"
+    assert transplant({"t": (2, 4), "u": 0, "f": "maybe"}, space) is None  # nothing near a non-number
+
+
+def _store(db, w: Workload, space, configs_and_costs) -> list[str]:
+    register(db, w, CPU)
+    cc = CandidateCache(w, space)
+    inputs, results = [], []
+    for cfg, cost in configs_and_costs:
+        inputs.append(MeasureInput(w.key, w.to_json(), CPU.key, cc.get(cfg).steps_json))
+        results.append(MeasureResult((cost,), ErrorCode.NO_ERROR))
+    RecordToDB(db)(inputs, results)
+    return [i.steps_json for i in inputs]
+
+
+def _distinct_configs(space, n: int, seed: int = 0):
+    rng, out, seen = np.random.default_rng(seed), [], set()
+    while len(out) < n:
+        c = space.space.sample_valid(rng)
+        h = json.dumps(space.apply(c).steps_json())
+        if h not in seen:
+            seen.add(h)
+            out.append(c)
+    return out
+
+
+@pytest.fixture()
+def db(tmp_path):
+    return open_db(f"sqlite:///{tmp_path}/t.db")
+
+
+def test_seeds_come_from_the_same_operators_best_schedules_moved_to_the_new_shape(db) -> None:
+    big = Workload.create("matmul", 128, 128, 128)
+    big_space = make_space(big, "cpu")
+    configs = _distinct_configs(big_space, 6)
+    costs = [5e-3, 1e-3, 4e-3, 2e-3, 3e-3, 6e-3]  # best: configs[1], then [3], then [4]
+    _store(db, big, big_space, zip(configs, costs))
+    other_op = Workload.create("dense_bias_relu", 64, 64, 64)  # other knobs: never a seed for matmul
+    dense_space = make_space(other_op, "cpu")
+    _store(db, other_op, dense_space, [(dense_space.space.sample_valid(np.random.default_rng(3)), 1e-5)])
+    seeds = transfer_seeds(db, SMALL, CPU, SMALL_SPACE, per_workload=3)
+    assert 1 <= len(seeds) <= 3
+    want = [transplant(big_space.space.values(configs[i]), SMALL_SPACE.space) for i in (1, 3, 4)]
+    assert seeds == list(dict.fromkeys(c for c in want if SMALL_SPACE.space.valid(c)))
+    assert transfer_seeds(db, big, CPU, big_space) == []  # its own records are not transfer
+    assert transfer_seeds(db, other_op, CPU, dense_space) == []  # no other dense_bias_relu stored
+
+
+def test_a_record_of_an_unreadable_format_is_skipped_not_fatal(db) -> None:
+    big = Workload.create("matmul", 128, 128, 128)
+    big_space = make_space(big, "cpu")
+    register(db, big, CPU)
+    bad = MeasureInput(big.key, big.to_json(), CPU.key, json.dumps([{"kind": "warp_speed", "v": 9}]))
+    RecordToDB(db)([bad], [MeasureResult((1e-6,), ErrorCode.NO_ERROR)])
+    good = _distinct_configs(big_space, 1)[0]
+    _store(db, big, big_space, [(good, 1e-3)])
+    seeds = transfer_seeds(db, SMALL, CPU, SMALL_SPACE)
+    assert seeds == [transplant(big_space.space.values(good), SMALL_SPACE.space)]
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.order: list[str] = []
+
+    def measure(self, inputs):
+        self.order.extend(i.steps_json for i in inputs)
+        return [MeasureResult((1e-3,), ErrorCode.NO_ERROR) for _ in inputs]
+
+
+@pytest.mark.parametrize("cost_model,transfer,expect", [("xgb", True, True), ("xgb", False, False),
+                                                         (None, True, False)])
+def test_only_a_guided_run_with_transfer_on_measures_the_seeds_first(db, cost_model, transfer, expect) -> None:
+    big = Workload.create("matmul", 128, 128, 128)
+    big_space = make_space(big, "cpu")
+    _store(db, big, big_space, zip(_distinct_configs(big_space, 4), [1e-3, 2e-3, 3e-3, 4e-3]))
+    m = _Recorder()
+    task = TaskTuner(SMALL, CPU, m, TuneOptions(trials=8, batch_size=8, searcher="random", cost_model=cost_model,
+                                                 transfer=transfer, verify=0))
+    add_transfer_seeds(task, db)
+    r = task.run()
+    seeds = transfer_seeds(db, SMALL, CPU, SMALL_SPACE)
+    assert seeds
+    firsts = [task.cands.get(c).steps_json for c in seeds]
+    assert (m.order[: len(firsts)] == firsts) is expect
+    assert r.transferred == (len(seeds) if expect else 0)
