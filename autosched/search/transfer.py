@@ -16,11 +16,13 @@ workload whose sketch has the same knobs, moved onto this workload's knobs:
 Searchers receive the results as seeds (`Searcher.add_seeds`): measured before anything else,
 skipped if invalid or already measured, and then learned from like any measurement.
 
-Measured (2026-12-03, 2-core VM, matmul 256^3 seeded from a matmul 512^3 tuned with 64 trials): on
-the databases of nine earlier efficiency runs, re-measured side by side, the best of the 3 seeds
-reached 0.95 or more of the best of ~1400 measured 256^3 schedules in 6 of 9 (0.51, 0.87 and 0.90
-in the others). In one live run the 512^3 best (16x16 register tile, packed A) was a poor 256^3
-schedule: the seeds measured 44-99 GFLOP/s against a best of 230. A seed costs one trial.
+Measured (2026-12-03, 2-core VM, matmul 256^3 seeded from a matmul 512^3 tuned with 64 trials, on
+the databases of eleven efficiency runs; seeds re-measured side by side with the 3 best of the
+~1400 256^3 schedules each database holds, 3 rounds): the best of the 3 seeds reached 0.95 or more
+of those in 7 of 11 databases (0.89, 0.77, 0.74 and 0.53 in the others); taking the seeds by
+diversity (SEED_MIN_DIFFERENT_KNOBS) instead of plainly the top 3 changed the seeds in 4 databases,
+0.70 -> 0.77 and 0.98 -> 1.06 in two. A seed costs one trial; one measured low by bad luck is lost
+like any measurement (a live run measured its seeds at 44-99 GFLOP/s; re-measured: 192-195).
 """
 
 from __future__ import annotations
@@ -38,6 +40,13 @@ TRANSFER_SEEDS_PER_WORKLOAD = 3
 """Best schedules taken from each other workload with the same knobs."""
 TRANSFER_SEEDS_MAX = 6
 """At most this many seeds in all: they are measured before the model chooses anything."""
+SEED_POOL_PER_WORKLOAD = 12
+"""Best stored schedules of each other workload looked at when choosing its seeds."""
+SEED_MIN_DIFFERENT_KNOBS = 3
+"""A seed differs from the ones already chosen in at least this many knobs while such schedules
+remain in the pool: the top few of a 64-trial run are often one family (one register tile, one
+packing) in small variations, and when that family does not suit the new shape every seed fails
+together."""
 _MAX_SWEEPS = 6
 
 
@@ -160,7 +169,8 @@ def transfer_seeds(db, workload, target, space, *, per_workload: int = TRANSFER_
             continue
         if set(other_space.space.names) != names:
             continue
-        for rec in db.top_k(other.key, target.key, per_workload):
+        pool: list[Config] = []
+        for rec in db.top_k(other.key, target.key, max(per_workload, SEED_POOL_PER_WORKLOAD)):
             try:
                 src = config_of_steps(other_space, json.loads(rec.steps_json))
             except (ValueError, TypeError):  # a record of an older steps format: not a seed
@@ -168,11 +178,29 @@ def transfer_seeds(db, workload, target, space, *, per_workload: int = TRANSFER_
             if src is None:
                 continue
             cfg = transplant(other_space.space.values(src), space.space)
-            if cfg is not None and cfg not in out and space.space.valid(cfg) and _applies(space, cfg):
-                out.append(cfg)
-            if len(out) >= limit:
-                return out
+            if cfg is not None and cfg not in out and cfg not in pool and space.space.valid(cfg) \
+                    and _applies(space, cfg):
+                pool.append(cfg)
+        out.extend(diverse_first(pool, per_workload)[: limit - len(out)])
+        if len(out) >= limit:
+            break
     return out
+
+
+def diverse_first(pool: Sequence[Config], k: int, min_different: int | None = None) -> list[Config]:
+    """`k` configs of `pool` (best first): in pool order, each one that differs from every one
+    already taken in at least `min_different` knobs (default SEED_MIN_DIFFERENT_KNOBS); then the
+    best of the rest, if too few do."""
+    if min_different is None:
+        min_different = SEED_MIN_DIFFERENT_KNOBS
+    taken: list[Config] = []
+    for c in pool:
+        if len(taken) == k:
+            return taken
+        if all(sum(a != b for a, b in zip(c, t)) >= min_different for t in taken):
+            taken.append(c)
+    taken.extend([c for c in pool if c not in taken][: k - len(taken)])
+    return taken
 
 
 def _applies(space, cfg: Config) -> bool:

@@ -14,7 +14,7 @@ from autosched.measure.types import ErrorCode, MeasureInput, MeasureResult
 from autosched.schedule.knobs import ConfigSpace, Knob
 from autosched.schedule.spaces import make_space
 from autosched.search.candidates import CandidateCache
-from autosched.search.transfer import config_of_steps, transfer_seeds, transplant
+from autosched.search.transfer import config_of_steps, diverse_first, transfer_seeds, transplant
 from autosched.search.tuner import TaskTuner, TuneOptions
 from autosched.target import Target
 from autosched.tuning import RecordToDB, add_transfer_seeds, open_db, register
@@ -56,6 +56,15 @@ def test_transplant_keeps_a_choice_that_exists_and_takes_the_nearest_one_otherwi
     assert transplant({"t": (2, 4), "u": 0, "f": "maybe"}, space) is None  # nothing near a non-number
 
 
+def test_seeds_prefer_configs_that_differ_from_those_already_taken() -> None:
+    pool = [(0, 0, 0, 0), (0, 0, 0, 1), (0, 0, 1, 1), (1, 1, 1, 0), (2, 2, 2, 2)]
+    # (0,0,0,1) and (0,0,1,1) are variations of the first; (1,1,1,0) differs in 3 knobs, (2,2,2,2) in 4
+    assert diverse_first(pool, 3, min_different=3) == [(0, 0, 0, 0), (1, 1, 1, 0), (2, 2, 2, 2)]
+    # too few diverse ones: the best of the rest fill up, in pool order
+    assert diverse_first(pool[:3], 3, min_different=3) == [(0, 0, 0, 0), (0, 0, 0, 1), (0, 0, 1, 1)]
+    assert diverse_first(pool, 1) == [(0, 0, 0, 0)] and diverse_first([], 2) == []
+
+
 def _store(db, w: Workload, space, configs_and_costs) -> list[str]:
     register(db, w, CPU)
     cc = CandidateCache(w, space)
@@ -94,8 +103,9 @@ def test_seeds_come_from_the_same_operators_best_schedules_moved_to_the_new_shap
     _store(db, other_op, dense_space, [(dense_space.space.sample_valid(np.random.default_rng(3)), 1e-5)])
     seeds = transfer_seeds(db, SMALL, CPU, SMALL_SPACE, per_workload=3)
     assert 1 <= len(seeds) <= 3
-    want = [transplant(big_space.space.values(configs[i]), SMALL_SPACE.space) for i in (1, 3, 4)]
-    assert seeds == list(dict.fromkeys(c for c in want if SMALL_SPACE.space.valid(c)))
+    ranked = [transplant(big_space.space.values(configs[i]), SMALL_SPACE.space) for i in (1, 3, 4, 2, 0, 5)]
+    pool = list(dict.fromkeys(c for c in ranked if SMALL_SPACE.space.valid(c)))
+    assert seeds == diverse_first(pool, 3) and seeds[0] == pool[0]  # the best one always leads
     assert transfer_seeds(db, big, CPU, big_space) == []  # its own records are not transfer
     assert transfer_seeds(db, other_op, CPU, dense_space) == []  # no other dense_bias_relu stored
 
