@@ -252,14 +252,16 @@ def main() -> None:
                "warm": warm, "rows": rows, "curves": curves, "cost_model": quality}
     lines = ["| searcher | cost model | final best (GFLOP/s, mean of seeds) | trials to 95% of own final | "
              "vs random | random's trials to that same level | at most half of random's? | "
-             "trials to 95% of random's final | vs random | mean of all measured candidates (GFLOP/s) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "trials to 95% of random's final | vs random | mean of all measured candidates (GFLOP/s) | "
+             "transferred seeds per run |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         t, v, rt = r["trials_to_random_bar"], r["vs_random_bar"], r["random_trials_to_level"]
         lines.append(f"| {r['searcher']} | {r['model']} | {r['final_gflops']:.1f} | {r['trials_to_95pct']} | "
                      f"{r['vs_random_trials']:.2f} | {f'> {a.trials}' if rt is None else rt} | "
                      f"{'yes' if r['met_half_of_random'] else 'no'} | {'never' if t is None else t} | "
-                     f"{'—' if v is None else f'{v:.2f}'} | {r['mean_candidate_gflops']:.1f} |")
+                     f"{'—' if v is None else f'{v:.2f}'} | {r['mean_candidate_gflops']:.1f} | "
+                     f"{'/'.join(str(n) for n in r['transfer_seeds'])} |")
     if warm:
         lines += ["", "Database before the runs (warm start for the model-guided runs): " + "; ".join(
             f"{x['workload']} ({x['trials']} trials, best {x['best_gflops']:.0f} GFLOP/s)" for x in warm) + "."]
@@ -280,7 +282,11 @@ def main() -> None:
                   method=(f"Command: `{command}`. "
                           f"Workload {a.op}{tuple(a.args)}, {a.trials} trials per run, {a.seeds} seeds per "
                           "(searcher, model); runs share one database, so a schedule is measured once and looked "
-                          "up by the others. All runs advance in lockstep (batch k of every run before batch k+1 "
+                          "up by the others. Model-guided runs start as `asc.tune` does: the model warm-started "
+                          "from the other workloads' records, and the best stored schedules of the same operator "
+                          "at other shapes moved onto this workload's knobs and measured first (transferred seeds, "
+                          "`autosched/search/transfer.py`); runs without a model use their own measurements "
+                          "alone. All runs advance in lockstep (batch k of every run before batch k+1 "
                           "of any): the machine's drift over the run is shared by all. Curves are means over seeds."))
 
 
