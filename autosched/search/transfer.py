@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -145,7 +146,6 @@ def transfer_seeds(db, workload, target, space, *, per_workload: int = TRANSFER_
     Other workloads are visited nearest in size first (by log-ratio of FLOPs), so a 512^3 matmul's
     schedules come before a 4096^3 one's when tuning 256^3.
     """
-    from autosched.schedule.spaces import make_space
     from autosched.workload import Workload
 
     if not hasattr(space, "apply") or not hasattr(space, "space"):
@@ -164,27 +164,39 @@ def transfer_seeds(db, workload, target, space, *, per_workload: int = TRANSFER_
     out: list[Config] = []
     for _, other in sorted(found, key=lambda x: x[0]):
         try:
-            other_space = make_space(other, target.kind)
-        except (ValueError, ScheduleError):
-            continue
-        if set(other_space.space.names) != names:
-            continue
-        pool: list[Config] = []
-        for rec in db.top_k(other.key, target.key, max(per_workload, SEED_POOL_PER_WORKLOAD)):
-            try:
-                src = config_of_steps(other_space, json.loads(rec.steps_json))
-            except (ValueError, TypeError):  # a record of an older steps format: not a seed
-                continue
-            if src is None:
-                continue
-            cfg = transplant(other_space.space.values(src), space.space)
-            if cfg is not None and cfg not in out and cfg not in pool and space.space.valid(cfg) \
-                    and _applies(space, cfg):
-                pool.append(cfg)
-        out.extend(diverse_first(pool, per_workload)[: limit - len(out)])
+            out.extend(_seeds_from(db, other, target, space, names, per_workload, out)[: limit - len(out)])
+        except Exception as exc:  # noqa: BLE001  seeds are a head start: a workload that fails is skipped
+            warnings.warn(f"transfer seeds: skipped stored workload {other.name} ({other.key[:12]}): "
+                          f"{type(exc).__name__}: {exc}", stacklevel=2)
         if len(out) >= limit:
             break
     return out
+
+
+def _seeds_from(db, other, target, space, names: set[str], k: int, taken: list[Config]) -> list[Config]:
+    """Up to `k` seeds for `space` from workload `other`'s best stored schedules (none if its
+    sketch has other knobs)."""
+    from autosched.schedule.spaces import make_space
+
+    try:
+        other_space = make_space(other, target.kind)
+    except (ValueError, ScheduleError):  # no sketch for it on this target
+        return []
+    if set(other_space.space.names) != names:
+        return []
+    pool: list[Config] = []
+    for rec in db.top_k(other.key, target.key, max(k, SEED_POOL_PER_WORKLOAD)):
+        try:
+            src = config_of_steps(other_space, json.loads(rec.steps_json))
+        except (ValueError, TypeError):  # a record of an older steps format: not a seed
+            continue
+        if src is None:
+            continue
+        cfg = transplant(other_space.space.values(src), space.space)
+        if cfg is not None and cfg not in taken and cfg not in pool and space.space.valid(cfg) \
+                and _applies(space, cfg):
+            pool.append(cfg)
+    return diverse_first(pool, k)
 
 
 def diverse_first(pool: Sequence[Config], k: int, min_different: int | None = None) -> list[Config]:

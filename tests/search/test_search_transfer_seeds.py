@@ -122,6 +122,28 @@ def test_a_record_of_an_unreadable_format_is_skipped_not_fatal(db) -> None:
     assert seeds == [transplant(big_space.space.values(good), SMALL_SPACE.space)]
 
 
+def test_a_stored_workload_that_breaks_is_skipped_with_a_warning(db, monkeypatch) -> None:
+    import autosched.schedule.spaces as spaces
+
+    big = Workload.create("matmul", 128, 128, 128)
+    big_space = make_space(big, "cpu")
+    good = _distinct_configs(big_space, 1)[0]
+    _store(db, big, big_space, [(good, 1e-3)])
+    broken = Workload.create("matmul", 96, 96, 96)  # nearer 64^3 than 128^3: visited first
+    _store(db, broken, make_space(broken, "cpu"), [(_distinct_configs(make_space(broken, "cpu"), 1)[0], 1e-3)])
+    real = spaces.make_space
+
+    def make(w, kind):
+        if w.key == broken.key:
+            raise RuntimeError("planted failure")
+        return real(w, kind)
+
+    monkeypatch.setattr(spaces, "make_space", make)
+    with pytest.warns(UserWarning, match="planted failure"):
+        seeds = transfer_seeds(db, SMALL, CPU, SMALL_SPACE)
+    assert seeds == [transplant(big_space.space.values(good), SMALL_SPACE.space)]
+
+
 class _Recorder:
     def __init__(self) -> None:
         self.order: list[str] = []
