@@ -149,7 +149,7 @@ def transfer_seeds(db, workload, target, space, *, per_workload: int = TRANSFER_
     from autosched.workload import Workload
 
     if not hasattr(space, "apply") or not hasattr(space, "space"):
-        return []  # an expert template: its knobs are the author's, nothing to move across
+        return []  # not a space that turns configs into steps: nothing to move across
     names = set(space.space.names)
     found: list[tuple[float, Workload]] = []
     for info in db.workloads():
