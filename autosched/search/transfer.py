@@ -194,7 +194,7 @@ def _seeds_from(db, other, target, space, names: set[str], k: int, taken: list[C
             continue
         cfg = transplant(other_space.space.values(src), space.space)
         if cfg is not None and cfg not in taken and cfg not in pool and space.space.valid(cfg) \
-                and _applies(space, cfg):
+                and _step_bag(space, cfg) is not None:
             pool.append(cfg)
     return diverse_first(pool, k)
 
@@ -213,11 +213,3 @@ def diverse_first(pool: Sequence[Config], k: int, min_different: int | None = No
             taken.append(c)
     taken.extend([c for c in pool if c not in taken][: k - len(taken)])
     return taken
-
-
-def _applies(space, cfg: Config) -> bool:
-    try:
-        space.apply(cfg)
-    except (ScheduleError, ValueError, KeyError):
-        return False
-    return True
