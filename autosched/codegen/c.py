@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from autosched.codegen.cstyle import C_COMPUTE_TYPES, C_STORAGE_TYPES, CStyleRenderer, Dialect
 from autosched.codegen.source import KernelSource
-from autosched.codegen.vector_c import STREAM_PRELUDE, VECTOR_PRELUDE
+from autosched.codegen.vector_c import stream_prelude, vector_prelude
 from autosched.measure.types import ArgSpec
 from autosched.schedule.ir import LoweredFunc
 
@@ -82,10 +82,10 @@ def render_c(func: LoweredFunc, *, dialect: Dialect = C_DIALECT) -> KernelSource
         if fn in _LIBMVEC:
             ty = "double" if dtype == "float64" else "float"
             decls.append(f'__attribute__((simd("notinbranch"))) {ty} {fn}({ty});')
-    head = dialect.prelude.splitlines() + VECTOR_PRELUDE.splitlines() + decls
+    head = dialect.prelude.splitlines() + vector_prelude().splitlines() + decls
     tail = ["  return asc_error;", "}", ""]
     if r.streaming_stores:
-        head += STREAM_PRELUDE.splitlines()
+        head += stream_prelude().splitlines()
         tail.insert(0, "  asc_sfence();")  # streaming stores of a loop outside any parallel one
     sig = f'__attribute__((visibility("default"))) int {func.name}({params}) {{'
     lines = head + [sig, "  asc_error = 0;"] + body + tail

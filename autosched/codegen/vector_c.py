@@ -5,59 +5,71 @@ access has a constant index and the vector operations are explicit: with `#pragm
 the columns the tile stays on the stack and each FMA pays a load and a store (measured here:
 16 stack moves per 16 FMAs in the 8x32 matmul tile). So loops marked `unroll` are unrolled in the
 source, and a vectorized loop whose body is plain arithmetic on contiguous or invariant data is
-written with GCC vector-extension types; anything else falls back to `omp simd`.
+written with GCC vector-extension types; anything else falls back to `omp simd`. The types are
+as wide as this host's vector registers (`host_isa.vector_bytes`): 64 bytes with AVX-512, 32 with
+AVX2.
 """
 
 from __future__ import annotations
 
+from autosched.codegen.host_isa import vector_bytes
 from autosched.schedule import arith
 from autosched.schedule.ir import For, Load, Seq, Stmt, Store
 from autosched.te.expr import Binary, Const, Expr, Var
 
-VECTOR_BYTES = 64
+CACHE_LINE_BYTES = 64
 _ELEM = {"float32": 4, "float64": 8}
-_VTYPE = {"float32": "asc_f32x16", "float64": "asc_f64x8"}
+_CTYPE = {"float32": ("float", "f32"), "float64": ("double", "f64")}
 _ARITH = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+# the streaming-store intrinsic for each vector width, and the alignment it needs
+_STREAM = {64: ("__AVX512F__", "_mm512_stream_ps", "_mm512_stream_pd", "__m512", "__m512d"),
+           32: ("__AVX__", "_mm256_stream_ps", "_mm256_stream_pd", "__m256", "__m256d"),
+           16: ("__SSE2__", "_mm_stream_ps", "_mm_stream_pd", "__m128", "__m128d")}
 
-VECTOR_PRELUDE = r"""typedef float asc_f32x16 __attribute__((vector_size(64)));
-typedef double asc_f64x8 __attribute__((vector_size(64)));
-static inline asc_f32x16 asc_ld_asc_f32x16(const float* p) { asc_f32x16 v; __builtin_memcpy(&v, p, 64); return v; }
-static inline void asc_st_asc_f32x16(float* p, asc_f32x16 v) { __builtin_memcpy(p, &v, 64); }
-static inline asc_f64x8 asc_ld_asc_f64x8(const double* p) { asc_f64x8 v; __builtin_memcpy(&v, p, 64); return v; }
-static inline void asc_st_asc_f64x8(double* p, asc_f64x8 v) { __builtin_memcpy(p, &v, 64); }
-"""
 
-# Streaming (non-temporal) stores write whole 64-byte lines around the caches: an output written once
-# and larger than the caches then costs no read-for-ownership of its lines (measured on the softmax's
-# output: about a third less memory traffic). Only on an aligned address with AVX-512; a plain store
-# otherwise. They are weakly ordered, hence the fence each thread runs when its share is done.
-STREAM_PRELUDE = r"""#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-static inline void asc_stream_asc_f32x16(float* p, asc_f32x16 v) {
-#if defined(__AVX512F__)
-  if (((uintptr_t)p & 63u) == 0) { _mm512_stream_ps(p, (__m512)v); return; }
-#endif
-  __builtin_memcpy(p, &v, 64);
-}
-static inline void asc_stream_asc_f64x8(double* p, asc_f64x8 v) {
-#if defined(__AVX512F__)
-  if (((uintptr_t)p & 63u) == 0) { _mm512_stream_pd(p, (__m512d)v); return; }
-#endif
-  __builtin_memcpy(p, &v, 64);
-}
-static inline void asc_sfence(void) {
-#if defined(__x86_64__)
-  _mm_sfence();
-#else
-  __sync_synchronize();
-#endif
-}
-"""
+def vector_prelude() -> str:
+    """Typedefs and whole-vector loads/stores for this host's vector width (`host_isa.vector_bytes`)."""
+    nbytes = vector_bytes()
+    out = [f"typedef {ctype} {vtype(dtype)} __attribute__((vector_size({nbytes})));"
+           for dtype, (ctype, _) in _CTYPE.items()]
+    for dtype, (ctype, _) in _CTYPE.items():
+        vt = vtype(dtype)
+        out += [f"static inline {vt} asc_ld_{vt}(const {ctype}* p) {{ {vt} v; __builtin_memcpy(&v, p, {nbytes}); "
+                "return v; }",
+                f"static inline void asc_st_{vt}({ctype}* p, {vt} v) {{ __builtin_memcpy(p, &v, {nbytes}); }}"]
+    return "\n".join(out) + "\n"
+
+
+# Streaming (non-temporal) stores write around the caches: an output written once and larger than the
+# caches then costs no read-for-ownership of its lines (measured on the softmax's output: about a third
+# less memory traffic). Only on an address aligned to the vector; a plain store otherwise. They are
+# weakly ordered, hence the fence each thread runs when its share is done.
+def stream_prelude() -> str:
+    nbytes = vector_bytes()
+    macro, ps, pd, mps, mpd = _STREAM[nbytes]
+    out = ["#if defined(__x86_64__)", "#include <immintrin.h>", "#endif"]
+    for dtype, (ctype, _) in _CTYPE.items():
+        vt = vtype(dtype)
+        fn, mt = (ps, mps) if dtype == "float32" else (pd, mpd)
+        out += [f"static inline void asc_stream_{vt}({ctype}* p, {vt} v) {{",
+                f"#if defined({macro})",
+                f"  if (((uintptr_t)p & {nbytes - 1}u) == 0) {{ {fn}(p, ({mt})v); return; }}",
+                "#endif",
+                f"  __builtin_memcpy(p, &v, {nbytes});",
+                "}"]
+    out += ["static inline void asc_sfence(void) {", "#if defined(__x86_64__)", "  _mm_sfence();", "#else",
+            "  __sync_synchronize();", "#endif", "}"]
+    return "\n".join(out) + "\n"
 
 
 def lanes(dtype: str) -> int:
-    return VECTOR_BYTES // _ELEM[dtype] if dtype in _ELEM else 0
+    """Elements per vector register of this host (0: no vector type for `dtype`)."""
+    return vector_bytes() // _ELEM[dtype] if dtype in _ELEM else 0
+
+
+def line_lanes(dtype: str) -> int:
+    """Elements per 64-byte cache line: the unit streaming stores must write whole, on any host."""
+    return CACHE_LINE_BYTES // _ELEM[dtype] if dtype in _ELEM else 0
 
 
 def _stores(body: Stmt) -> list[Store] | None:
@@ -151,7 +163,8 @@ def varies(e: Expr, var: Var) -> bool:
 
 
 def vtype(dtype: str) -> str:
-    return _VTYPE[dtype]
+    """The vector type's C name, e.g. `asc_f32x16` (64-byte vectors) or `asc_f32x8` (32-byte)."""
+    return f"asc_{_CTYPE[dtype][1]}x{lanes(dtype)}"
 
 
 ARITH_OPS = _ARITH

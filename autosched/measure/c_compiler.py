@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from autosched.codegen.host_isa import native_arch, native_macros
 from autosched.codegen.source import KernelSource
 
 BASE_FLAGS: tuple[str, ...] = (
@@ -97,9 +98,12 @@ def _compiler_id(compiler: str) -> str:
 
 
 def _cache_key(source: KernelSource, compiler: str) -> str:
-    """Artifacts depend on the source, every flag and the compiler version: all go into the key."""
+    """Artifacts depend on the source, every flag, the compiler version and what `-march=native`
+    means on this host (a cache shared by machines of other ISAs must not hand an AVX-512 library to
+    an AVX2 one): all go into the key."""
     h = hashlib.sha256(source.source_hash.encode())
-    for part in (*BASE_FLAGS, *LINK_FLAGS, REPORT_FLAG, _compiler_id(compiler)):
+    isa = ",".join(sorted(m for m in native_macros(compiler) if m.startswith("__AVX") or m.startswith("__FMA")))
+    for part in (*BASE_FLAGS, *LINK_FLAGS, REPORT_FLAG, _compiler_id(compiler), native_arch(compiler), isa):
         h.update(b"\0" + part.encode())
     return h.hexdigest()
 

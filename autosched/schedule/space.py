@@ -193,9 +193,9 @@ class SketchSpace:
         name = t.name
         last = t.op.axis[-1]
         vec = self._knob(f"{name}.vector", [c for c in VECTOR_CHOICES if c <= last.extent], "tile")
-        from autosched.codegen.vector_c import lanes as vector_lanes  # the C target's 64-byte vectors
+        from autosched.codegen.vector_c import line_lanes  # elements per cache line, on any host
 
-        lanes = vector_lanes(t.op.dtype)
+        lanes = line_lanes(t.op.dtype)
         # streaming stores (whole vectors, around the caches): an output written once and larger than the
         # caches saves the read-for-ownership of its lines; only with vectors of whole 64-byte lines
         # (written as explicit vectors only when what varies along the row is plain arithmetic: a math

@@ -1,0 +1,68 @@
+"""What the C compiler targets on this host: kernels are compiled with `-march=native`, so the
+vector width the renderer writes for must be the one that flag enables here.
+
+Why it matters: the renderer writes register tiles and row loops with GCC vector types. A 64-byte
+vector type on a host without AVX-512 has no register mode: gcc keeps every such value in memory
+and splits each operation into pieces (measured on a 2-core AMD EPYC Zen 3 VM, AVX2 only,
+2026-12-03: a hand-tiled matmul 256^3 ran at 4 GFLOP/s and a 64-trial tuning run of matmul 512^3
+found nothing faster than an untiled scalar loop, 31 GFLOP/s, while numpy ran at 100). So the width
+is asked of the compiler, once per process, and can be pinned with AUTOSCHED_VECTOR_BYTES (tests
+pin it so that golden sources do not depend on the machine that runs them).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import subprocess
+
+VECTOR_BYTES_ENV = "AUTOSCHED_VECTOR_BYTES"
+VECTOR_BYTES_CHOICES = (16, 32, 64)
+
+
+@functools.lru_cache(maxsize=4)
+def native_macros(compiler: str = "cc") -> frozenset[str]:
+    """Names of the macros `compiler -march=native` predefines (empty when it cannot be asked)."""
+    try:
+        out = subprocess.run([compiler, "-march=native", "-dM", "-E", "-x", "c", os.devnull],
+                             capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return frozenset()
+    if out.returncode != 0:
+        return frozenset()
+    return frozenset(line.split()[1] for line in out.stdout.splitlines() if line.startswith("#define "))
+
+
+@functools.lru_cache(maxsize=4)
+def native_arch(compiler: str = "cc") -> str:
+    """The ISA `-march=native` selects, as a short tag for cache keys ("znver3", "x86-64-v4"...)."""
+    try:
+        out = subprocess.run([compiler, "-march=native", "-Q", "--help=target"], capture_output=True, text=True,
+                             timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    for line in out.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] == "-march=":
+            return parts[1]
+    return "unknown"
+
+
+def native_vector_bytes(compiler: str = "cc") -> int:
+    """Widest vector registers `-march=native` enables here: 64 with AVX-512, 32 with AVX, else 16."""
+    m = native_macros(compiler)
+    if "__AVX512F__" in m:
+        return 64
+    if "__AVX__" in m:
+        return 32
+    return 16
+
+
+def vector_bytes() -> int:
+    """The vector width generated C is written for: AUTOSCHED_VECTOR_BYTES if set, else this host's."""
+    pinned = os.environ.get(VECTOR_BYTES_ENV, "").strip()
+    if not pinned:
+        return native_vector_bytes()
+    if not pinned.isdigit() or int(pinned) not in VECTOR_BYTES_CHOICES:
+        raise ValueError(f"{VECTOR_BYTES_ENV}={pinned!r}: expected one of {VECTOR_BYTES_CHOICES} (bytes per vector)")
+    return int(pinned)

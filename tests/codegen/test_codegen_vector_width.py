@@ -1,0 +1,77 @@
+"""Generated C is written for the host's vector width (`autosched.codegen.host_isa`): 64-byte
+vectors with AVX-512, 32 with AVX2, 16 otherwise. Every width renders its own vector types and
+runs correctly against numpy; the host's own width is the one `-march=native` enables."""
+
+from __future__ import annotations
+
+import platform
+
+import pytest
+from sched_helpers import check, matmul_packed, matmul_tiled, op
+
+import autosched as asc
+from autosched.codegen import host_isa
+from autosched.codegen.host_isa import VECTOR_BYTES_ENV
+
+WIDTHS = {16: ("asc_f32x4", "asc_f64x2"), 32: ("asc_f32x8", "asc_f64x4"), 64: ("asc_f32x16", "asc_f64x8")}
+
+
+def _body(f: asc.BuiltKernel) -> str:
+    return f.source.split("int default_function(", 1)[1]
+
+
+@pytest.mark.parametrize("nbytes", sorted(WIDTHS))
+@pytest.mark.parametrize("make", [matmul_tiled, matmul_packed], ids=["tiled", "packed"])
+def test_register_tiles_use_the_pinned_width(monkeypatch, nbytes: int, make) -> None:
+    monkeypatch.setenv(VECTOR_BYTES_ENV, str(nbytes))
+    s, args = make()
+    f = check(s, args)  # built, run and compared with numpy
+    f32 = WIDTHS[nbytes][0]
+    assert f"typedef float {f32} __attribute__((vector_size({nbytes})));" in f.source
+    assert f"asc_st_{f32}(" in _body(f) and "#pragma omp simd" not in _body(f)
+    assert f.not_vectorized == []
+
+
+@pytest.mark.parametrize("nbytes", sorted(WIDTHS))
+def test_float64_and_streaming_softmax_at_every_width(monkeypatch, nbytes: int) -> None:
+    monkeypatch.setenv(VECTOR_BYTES_ENV, str(nbytes))
+    A, B, C = op("matmul", 8, 16, 5, "float64")
+    s = asc.create_schedule(C)
+    i, j = C.op.axis
+    s[C].reorder(i, "k", j)
+    s[C].vectorize(j)
+    f = check(s, [A, B, C])
+    assert f"asc_st_{WIDTHS[nbytes][1]}(" in _body(f)
+    X, out = op("softmax", 64, 128)
+    s = asc.create_schedule(out)
+    i, j = s[out].op.axis
+    s[out].parallel(i)
+    _, ji = s[out].split(j, factor=16)  # one cache line per step: streaming needs whole lines
+    s[out].vectorize(ji)
+    s[out].pragma(ji, "nontemporal", 1)
+    for name in ("maxelem", "expsum", "expv"):
+        s[name].compute_at(s[out], i)
+    s["rsum"].compute_inline()
+    f = check(s, [X, out])
+    f32 = WIDTHS[nbytes][0]
+    assert _body(f).count(f"asc_stream_{f32}(&norm[") == 16 // (nbytes // 4)  # one line = this many vectors
+    assert f"& {nbytes - 1}u) == 0" in f.source  # streams only from an address aligned to the vector
+
+
+@pytest.mark.parametrize("value", ["48", "wide", "-32", "0"])
+def test_a_bad_pinned_width_is_named(monkeypatch, value: str) -> None:
+    monkeypatch.setenv(VECTOR_BYTES_ENV, value)
+    with pytest.raises(ValueError, match=f"{VECTOR_BYTES_ENV}='{value}'.*16, 32, 64"):
+        host_isa.vector_bytes()
+
+
+def test_the_host_width_is_what_march_native_enables(monkeypatch) -> None:
+    monkeypatch.delenv(VECTOR_BYTES_ENV)
+    macros = host_isa.native_macros()
+    assert macros, "the C compiler could not be asked for its predefined macros"
+    got = host_isa.vector_bytes()
+    assert got == (64 if "__AVX512F__" in macros else 32 if "__AVX__" in macros else 16)
+    if platform.machine() == "x86_64":
+        flags = next(line for line in open("/proc/cpuinfo") if line.startswith("flags")).split()
+        assert ("avx512f" in flags) == (got == 64)
+        assert host_isa.native_arch() != "unknown"
