@@ -1,5 +1,7 @@
 """Targets: which renderer, which compiler, which device. The key names the device model, so
-records measured on different machines never mix in the tuning database."""
+records measured on different machines never mix in the tuning database. For the CPU it also names
+the ISA `-march=native` compiles for here (e.g. "AMD EPYC (znver3)"): VMs report one model name for
+CPU generations with and without AVX-512, and a schedule's speed differs between them by up to 10x."""
 
 from __future__ import annotations
 
@@ -66,7 +68,11 @@ class Target:
     @staticmethod
     def host(kind: str = "cpu") -> Target:
         if kind == "cpu":
-            return Target("cpu", cpu_model(), len(os.sched_getaffinity(0)))
+            from autosched.codegen.host_isa import native_arch
+
+            arch = native_arch()
+            device = cpu_model() if arch == "unknown" else f"{cpu_model()} ({arch})"
+            return Target("cpu", device.replace("|", " "), len(os.sched_getaffinity(0)))
         return Target(kind, gpu_model(), 0)
 
     @property
