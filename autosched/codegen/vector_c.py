@@ -1,6 +1,6 @@
 """Explicit vector code for the C renderer.
 
-gcc keeps a register tile (a small local accumulator array) in zmm registers only when every
+gcc keeps a register tile (a small local accumulator array) in vector registers only when every
 access has a constant index and the vector operations are explicit: with `#pragma omp simd` on
 the columns the tile stays on the stack and each FMA pays a load and a store (measured here:
 16 stack moves per 16 FMAs in the 8x32 matmul tile). So loops marked `unroll` are unrolled in the
