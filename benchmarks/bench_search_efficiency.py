@@ -113,6 +113,7 @@ def lockstep_tasks(w, db_url: str, searchers, seeds: int, trials: int, ablate: t
     start as `asc.tune` does (model warm-started from the other workloads' records, and the same
     operator's best schedules at other shapes measured first); searchers in `ablate` also run
     guided without those transferred schedules ("xgb-notransfer"), to show what each part brings."""
+    from autosched.schedule.spaces import make_space
     from autosched.search.tuner import TaskTuner, TuneOptions, make_cost_model
     from autosched.target import Target
     from autosched.tuning import RecordToDB, add_transfer_seeds, default_measurer, open_db, register, warm_start
@@ -133,8 +134,12 @@ def lockstep_tasks(w, db_url: str, searchers, seeds: int, trials: int, ablate: t
                 model = make_cost_model(model_name, seed)
                 if model is not None:
                     warm_start(model, db, tgt, exclude_key=w.key, seed=seed)
+                # the space without its rule-derived seeds (`space_seeds`): every run would measure the
+                # same GEMM seeds first, and this compares how the searchers and the model find good points
+                space = make_space(w, tgt.kind)
+                space.seeds = ()
                 t = TaskTuner(w, tgt, measurer, TuneOptions(trials, 16, name, model_name, seed, transfer=transfer),
-                              known=known, model=model)
+                              known=known, model=model, space=space)
                 add_transfer_seeds(t, db)
                 t.known = known  # shared: a schedule one run measured is looked up by the others
                 t.trace = t.on_batch = TrialTrace()

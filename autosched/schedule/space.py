@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from autosched.schedule.knobs import ConfigSpace, Knob
 from autosched.schedule.schedule import Schedule
+from autosched.schedule.space_seeds import GemmStage, gemm_seeds
 from autosched.te.dag import ComputeDAG
 from autosched.te.expr import Call, Cast, IterVar, Reduce, Select, TensorRead, walk
 from autosched.te.tensor import ComputeOp, Tensor
@@ -83,8 +84,10 @@ class SketchSpace:
             raise ValueError(f"no sketch rules for target {target_kind!r} in this build (available: cpu)")
         self.dag = dag
         self.plan = _Plan([], [])
+        self._gemm_stages: list[GemmStage] = []
         self._generate()
         self.space = ConfigSpace(tuple(self.plan.knobs))
+        self.seeds: tuple[dict, ...] = self._rule_seeds()
 
     # ---- generation ---------------------------------------------------------------------------
     def _knob(self, name: str, choices, kind: str) -> str:
@@ -144,6 +147,8 @@ class SketchSpace:
         packs = []
         for inp in _reused_inputs(acc_op):
             packs.append((inp, self._knob(f"{name}.pack.{inp}", (False, True), "flag")))
+        self._gemm_stages.append(GemmStage(name, acc_op, tuple(a.extent for a in op.axis), tuple(tile_knobs),
+                                           tuple(red_knobs), unroll, order, tuple(packs)))
 
         def act(s: Schedule, v: dict) -> None:
             if producer is None:
@@ -282,6 +287,24 @@ class SketchSpace:
 
         # placements run after the output's action (the anchor must exist): prepend-reverse order
         self.plan.actions.append(act)
+
+    def _rule_seeds(self) -> tuple[dict, ...]:
+        """The GEMM seeds of `space_seeds` that are configs of this space and apply."""
+        from autosched.codegen.vector_c import lanes  # this host's vector width
+
+        stages = self._gemm_stages
+        if len(stages) != 1:
+            return ()
+        choices = {k.name: k.choices for k in self.space.knobs}
+        out = []
+        for v in gemm_seeds(stages, choices, lanes(stages[0].op.dtype)):
+            try:
+                self.apply(self.space.index_of(v))
+            except (ValueError, KeyError):  # ScheduleError is a ValueError
+                continue
+            if v not in out:
+                out.append(v)
+        return tuple(out)
 
     # ---- use ------------------------------------------------------------------------------------
     def apply(self, config) -> Schedule:

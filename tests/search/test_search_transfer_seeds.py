@@ -160,8 +160,10 @@ def test_only_a_guided_run_with_transfer_on_measures_the_seeds_first(db, cost_mo
     big_space = make_space(big, "cpu")
     _store(db, big, big_space, zip(_distinct_configs(big_space, 4), [1e-3, 2e-3, 3e-3, 4e-3]))
     m = _Recorder()
+    space = make_space(SMALL, "cpu")
+    space.seeds = ()  # the space's rule-derived GEMM seeds would come first (tests/schedule/test_space_seeds.py)
     task = TaskTuner(SMALL, CPU, m, TuneOptions(trials=8, batch_size=8, searcher="random", cost_model=cost_model,
-                                                 transfer=transfer, verify=0))
+                                                 transfer=transfer, verify=0), space=space)
     add_transfer_seeds(task, db)
     r = task.run()
     seeds = transfer_seeds(db, SMALL, CPU, SMALL_SPACE)

@@ -1,0 +1,92 @@
+"""Rule-derived seeds of the cpu sketch space (`space.SketchSpace`): the classic CPU GEMM structure.
+
+Why: on an Intel Xeon with AVX-512 (2026-12-04) a 200-trial search of matmul 1024^3 settled on
+64x256 blocks with 16x16 register tiles and full-K panels of 1 MB (164-185 GFLOP/s), while the
+structure every BLAS starts from, a packed B panel two vectors wide serving all rows and an
+mr x (2 vectors) register tile, ran at 241-255 GFLOP/s and is a point of the same space. As the GPU
+spaces do (`space_gpu_seeds`), the search starts from a handful of such points derived by rule from
+the shapes and this host's vector width (never from one benchmark's sizes); the tuner measures them
+in its first batch and the searchers improve from there.
+
+A seed is produced only where the rule fits: one multi-level-tiled stage whose vectorized (last)
+axis is the innermost index of a re-used input (B of matmul and batch_matmul, the [K, N] weight of
+dense); the seed packs that input. Knobs of other stages take their first choice. Seeds that are not
+configs of the space or do not apply are dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from autosched.te.expr import IterVar, TensorRead, walk
+from autosched.te.tensor import ComputeOp
+
+MAX_ACCUMULATOR_VECTORS = 16
+"""Register tile budget: half the 32 zmm (or all 16 ymm) registers, leaving room for the B vectors and
+the broadcast A value. Measured on matmul 1024^3 (AVX-512): 6x32 and 8x32 tiles 241-255 GFLOP/s,
+10x32 and 12x32 (20-24 accumulators) 145."""
+ROW_TILES = (8, 6, 4)
+"""Rows of the register tile tried, in order (each with two vectors of columns; 4 also with four)."""
+
+
+@dataclass(frozen=True)
+class GemmStage:
+    """What `SketchSpace._multi_level` created for one stage, as the seed rule needs it."""
+
+    name: str
+    op: ComputeOp  # the reduction (the stage itself or the producer fused into it)
+    extents: tuple[int, ...]  # the output stage's spatial extents
+    tile_knobs: tuple[str, ...]
+    red_knobs: tuple[str, ...]
+    unroll_knob: str
+    order_knob: str | None
+    pack_knobs: tuple[tuple[str, str], ...]  # (input name, knob)
+
+
+def _vector_operand(op: ComputeOp) -> str | None:
+    """The input whose innermost index is the reduction's last spatial axis (stride 1 along the
+    vectorized loop) and which some spatial axis does not index (re-used across rows)."""
+    last = op.axis[-1]
+    spatial = {id(a) for a in op.axis}
+    for node in walk(op.body.source):
+        if not isinstance(node, TensorRead) or isinstance(node.tensor.op, ComputeOp):
+            continue
+        used = {id(n) for i in node.indices for n in walk(i) if isinstance(n, IterVar)}
+        if node.indices and node.indices[-1] is last and spatial - used:
+            return node.tensor.name
+    return None
+
+
+def _largest_divisor_at_most(n: int, cap: int) -> int:
+    return max(d for d in range(1, min(n, cap) + 1) if n % d == 0)
+
+
+def gemm_seeds(stages: list[GemmStage], knob_choices: dict[str, tuple], lanes: int) -> list[dict[str, Any]]:
+    """Seeds (knob name -> value) for a space with exactly one GEMM-like multi-level stage."""
+    if len(stages) != 1 or lanes <= 1:
+        return []
+    st = stages[0]
+    packed = _vector_operand(st.op)
+    if packed is None or len(st.extents) < 2 or len(st.red_knobs) != 1:
+        return []
+    m, n = st.extents[-2:]
+    base = {k: c[0] for k, c in knob_choices.items()}
+    seeds: list[dict[str, Any]] = []
+    shapes = [(mr, 2 * lanes) for mr in ROW_TILES] + [(4, 4 * lanes)]
+    for mr, nr in shapes:
+        if m % mr or n % nr or mr * nr // lanes > MAX_ACCUMULATOR_VECTORS:
+            continue
+        v = dict(base)
+        for kn in st.tile_knobs[:-2]:
+            v[kn] = (1, 1)  # batch axes stay outer (parallel)
+        v[st.tile_knobs[-2]] = (_largest_divisor_at_most(m // mr, 256), mr)  # all rows of a panel
+        v[st.tile_knobs[-1]] = (1, nr)  # one panel of nr columns per parallel task
+        v[st.red_knobs[0]] = 1
+        v[st.unroll_knob] = 0
+        if st.order_knob is not None:
+            v[st.order_knob] = "reversed"  # column panels outermost: a packed panel serves every row block
+        for inp, kn in st.pack_knobs:
+            v[kn] = inp == packed
+        seeds.append(v)
+    return seeds

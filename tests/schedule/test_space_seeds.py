@@ -1,0 +1,85 @@
+"""The cpu sketch space carries rule-derived GEMM seeds (`autosched.schedule.space_seeds`): a packed B
+panel two vectors wide serving every row, with mr x nr register tiles sized to this host's vectors.
+Each seed is a config of the space that builds and matches numpy at every vector width; operators
+the rule does not fit get none; a tuning run measures the seeds in its first batch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import autosched as asc
+from autosched.codegen.host_isa import VECTOR_BYTES_ENV
+from autosched.measure.types import ErrorCode, MeasureResult
+from autosched.schedule.spaces import make_space
+from autosched.search.tuner import TaskTuner, TuneOptions
+from autosched.target import Target
+from autosched.workload import Workload
+
+
+def _run(w: Workload, s) -> float:
+    f = asc.build(s, [w.dag[a] for a in w.args_order])
+    x = w.dag.random_inputs(0)
+    outs = {t.name: np.zeros(t.shape, t.dtype) for t in w.dag.outputs}
+    f(*[x[a] if a in x else outs[a] for a in w.args_order])
+    ref = w.dag.evaluate(x)
+    return max(float(np.abs(outs[o] - ref[o]).max()) for o in outs)
+
+
+@pytest.mark.parametrize("nbytes", [16, 32, 64])
+@pytest.mark.parametrize("op,args", [("matmul", (64, 96, 128)), ("batch_matmul", (2, 32, 64, 48))])
+def test_gemm_seeds_pack_b_in_panels_of_two_vectors_and_match_numpy(monkeypatch, nbytes, op, args) -> None:
+    monkeypatch.setenv(VECTOR_BYTES_ENV, str(nbytes))
+    w = Workload.create(op, *args)
+    space = make_space(w, "cpu")
+    lanes = nbytes // 4
+    assert space.seeds, "a GEMM gets rule-derived seeds"
+    for v in space.seeds:
+        mid, nr = v["C.tile.j"]
+        assert mid == 1 and nr in (2 * lanes, 4 * lanes)
+        mr = v["C.tile.i"][1]
+        assert mr * nr // lanes <= 16  # accumulators fit the register file
+        assert {k for k, x in v.items() if ".pack." in k and x} == {"C.pack.B"}  # the right operand
+        assert v["C.outer_order"] == "reversed"
+        assert _run(w, space.apply(space.space.index_of(v))) < 1e-3
+
+
+def test_seeds_depend_on_the_host_vector_width(monkeypatch) -> None:
+    w = Workload.create("matmul", 64, 64, 64)
+    widths = {}
+    for nbytes in (32, 64):
+        monkeypatch.setenv(VECTOR_BYTES_ENV, str(nbytes))
+        widths[nbytes] = {make_space(w, "cpu").seeds[0]["C.tile.j"][1]}
+    assert widths == {32: {16}, 64: {32}}
+
+
+@pytest.mark.parametrize("op,args", [("softmax", (64, 128)), ("layernorm", (64, 128)),
+                                     ("dense_bias_relu", (64, 64, 64)),  # weight [N, K]: not stride 1 along N
+                                     ("conv2d_nchw", (1, 8, 10, 10, 8, 3, 3)), ("gelu", (64, 128))])
+def test_operators_the_rule_does_not_fit_get_no_seeds(op, args) -> None:
+    assert make_space(Workload.create(op, *args), "cpu").seeds == ()
+
+
+def test_a_matrix_too_narrow_for_two_vectors_gets_only_the_seeds_that_divide(monkeypatch) -> None:
+    monkeypatch.setenv(VECTOR_BYTES_ENV, "64")
+    assert make_space(Workload.create("matmul", 64, 24, 64), "cpu").seeds == ()  # 24 columns: no 32-wide panel
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.order: list[str] = []
+
+    def measure(self, inputs):
+        self.order.extend(i.steps_json for i in inputs)
+        return [MeasureResult((1e-3,), ErrorCode.NO_ERROR) for _ in inputs]
+
+
+@pytest.mark.parametrize("searcher", ["random", "annealing", "genetic", "rl", "grid"])
+def test_a_tuning_run_measures_the_rule_seeds_first(searcher) -> None:
+    w = Workload.create("matmul", 64, 64, 64)
+    m = _Recorder()
+    task = TaskTuner(w, Target.parse("cpu"), m, TuneOptions(trials=8, batch_size=8, searcher=searcher,
+                                                            cost_model=None, verify=0))
+    task.run()
+    seeds = [task.cands.get(task.space.space.index_of(v)).steps_json for v in task.space.seeds]
+    assert seeds and m.order[: len(seeds)] == seeds
