@@ -220,7 +220,12 @@ class CStyleRenderer:
         self.emit("{", indent)
         if nbytes <= self.d.stack_limit_bytes and b.scope == "local":
             self.emit(f"{st} {name}[{b.size}] __attribute__((aligned(64)));", indent + 1)
+            decl = len(self.lines) - 1
             self.stmt(s.body, indent + 1)
+            if self.explicit_vectors:  # a register tile: one variable per vector (`register_tile`)
+                from autosched.codegen.register_tile import promote
+
+                promote(self.lines, decl, name, b.size)
         else:
             rounded = -(-nbytes // 64) * 64
             self.emit(f"{st}* {self.d.restrict} {name} = ({st}*)aligned_alloc(64, {rounded});", indent + 1)

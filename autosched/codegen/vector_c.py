@@ -5,7 +5,9 @@ access has a constant index and the vector operations are explicit: with `#pragm
 the columns the tile stays on the stack and each FMA pays a load and a store (measured here:
 16 stack moves per 16 FMAs in the 8x32 matmul tile). So loops marked `unroll` are unrolled in the
 source, and a vectorized loop whose body is plain arithmetic on contiguous or invariant data is
-written with GCC vector-extension types; anything else falls back to `omp simd`. The types are
+written with GCC vector-extension types; anything else falls back to `omp simd`. A tile whose
+every access ends up a whole vector at a constant offset is then written as vector variables
+(`register_tile`), which gcc allocates without copying accumulators around each FMA. The types are
 as wide as this host's vector registers (`host_isa.vector_bytes`): 64 bytes with AVX-512, 32 with
 AVX2.
 """
