@@ -47,7 +47,7 @@ def promote(lines: list[str], decl: int, name: str, size: int) -> bool:
                 return False
             if kind == "st":
                 head = store_stmt.match(line)
-                if head is None or head.start(2) - 4 != m.start():
+                if head is None or head.end(1) != m.start():
                     return False  # a store inside an expression
             vtypes.add(vt)
             offsets.add(off)

@@ -293,11 +293,11 @@ class SketchSpace:
         from autosched.codegen.vector_c import lanes  # this host's vector width
 
         stages = self._gemm_stages
-        if len(stages) != 1:
+        if not stages:
             return ()
         choices = {k.name: k.choices for k in self.space.knobs}
         out = []
-        for v in gemm_seeds(stages, choices, lanes(stages[0].op.dtype)):
+        for v in gemm_seeds(stages, choices, lanes(stages[0].op.dtype)):  # one GEMM stage, or none
             try:
                 self.apply(self.space.index_of(v))
             except (ValueError, KeyError):  # ScheduleError is a ValueError

@@ -9,8 +9,8 @@ the shapes and this host's vector width (never from one benchmark's sizes); the 
 in its first batch and the searchers improve from there.
 
 A seed is produced only where the rule fits: one multi-level-tiled stage whose vectorized (last)
-axis is the innermost index of a re-used input (B of matmul and batch_matmul, the [K, N] weight of
-dense); the seed packs that input. Knobs of other stages take their first choice. Seeds that are not
+axis is the innermost index of a re-used input (B of matmul and batch_matmul; not dense, whose
+weight is [N, K]); the seed packs that input. Knobs of other stages take their first choice. Seeds that are not
 configs of the space or do not apply are dropped.
 """
 

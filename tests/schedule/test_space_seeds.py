@@ -10,11 +10,11 @@ import pytest
 
 import autosched as asc
 from autosched.codegen.host_isa import VECTOR_BYTES_ENV
-from autosched.measure.types import ErrorCode, MeasureResult
 from autosched.schedule.spaces import make_space
 from autosched.search.tuner import TaskTuner, TuneOptions
 from autosched.target import Target
 from autosched.workload import Workload
+from tests.support.recording import RecordingMeasurer
 
 
 def _run(w: Workload, s) -> float:
@@ -65,19 +65,10 @@ def test_a_matrix_too_narrow_for_two_vectors_gets_only_the_seeds_that_divide(mon
     assert make_space(Workload.create("matmul", 64, 24, 64), "cpu").seeds == ()  # 24 columns: no 32-wide panel
 
 
-class _Recorder:
-    def __init__(self) -> None:
-        self.order: list[str] = []
-
-    def measure(self, inputs):
-        self.order.extend(i.steps_json for i in inputs)
-        return [MeasureResult((1e-3,), ErrorCode.NO_ERROR) for _ in inputs]
-
-
 @pytest.mark.parametrize("searcher", ["random", "annealing", "genetic", "rl", "grid"])
 def test_a_tuning_run_measures_the_rule_seeds_first(searcher) -> None:
     w = Workload.create("matmul", 64, 64, 64)
-    m = _Recorder()
+    m = RecordingMeasurer()
     task = TaskTuner(w, Target.parse("cpu"), m, TuneOptions(trials=8, batch_size=8, searcher=searcher,
                                                             cost_model=None, verify=0))
     task.run()

@@ -19,6 +19,7 @@ from autosched.search.tuner import TaskTuner, TuneOptions
 from autosched.target import Target
 from autosched.tuning import RecordToDB, add_transfer_seeds, open_db, register
 from autosched.workload import Workload
+from tests.support.recording import RecordingMeasurer
 
 CPU = Target.parse("cpu")
 SMALL = Workload.create("matmul", 64, 64, 64)
@@ -144,22 +145,13 @@ def test_a_stored_workload_that_breaks_is_skipped_with_a_warning(db, monkeypatch
     assert seeds == [transplant(big_space.space.values(good), SMALL_SPACE.space)]
 
 
-class _Recorder:
-    def __init__(self) -> None:
-        self.order: list[str] = []
-
-    def measure(self, inputs):
-        self.order.extend(i.steps_json for i in inputs)
-        return [MeasureResult((1e-3,), ErrorCode.NO_ERROR) for _ in inputs]
-
-
 @pytest.mark.parametrize("cost_model,transfer,expect", [("xgb", True, True), ("xgb", False, False),
                                                          (None, True, False)])
 def test_only_a_guided_run_with_transfer_on_measures_the_seeds_first(db, cost_model, transfer, expect) -> None:
     big = Workload.create("matmul", 128, 128, 128)
     big_space = make_space(big, "cpu")
     _store(db, big, big_space, zip(_distinct_configs(big_space, 4), [1e-3, 2e-3, 3e-3, 4e-3]))
-    m = _Recorder()
+    m = RecordingMeasurer()
     space = make_space(SMALL, "cpu")
     space.seeds = ()  # the space's rule-derived GEMM seeds would come first (tests/schedule/test_space_seeds.py)
     task = TaskTuner(SMALL, CPU, m, TuneOptions(trials=8, batch_size=8, searcher="random", cost_model=cost_model,
