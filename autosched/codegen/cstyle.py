@@ -316,6 +316,10 @@ class CStyleRenderer:
         if isinstance(e, Load) and vc.varies(e, var):
             return f"asc_ld_{vt}(&{self.buf_name(e.buffer)}[{self.flat_index(e.buffer, e.indices)}])"
         if isinstance(e, Binary) and vc.varies(e, var):
+            if e.op in vc.MINMAX_OPS:  # a helper taking two vectors: broadcast an invariant side
+                a, b = (self.vexpr(x, var, vt) if vc.varies(x, var) else f"(({vt}){{0}} + ({self.expr(x)}))"
+                        for x in (e.a, e.b))
+                return f"asc_{e.op}_{vt}({a}, {b})"
             return f"({self.vexpr(e.a, var, vt)} {vc.ARITH_OPS[e.op]} {self.vexpr(e.b, var, vt)})"
         return self.expr(e)
 

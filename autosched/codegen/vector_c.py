@@ -23,6 +23,10 @@ CACHE_LINE_BYTES = 64
 _ELEM = {"float32": 4, "float64": 8}
 _CTYPE = {"float32": ("float", "f32"), "float64": ("double", "f64")}
 _ARITH = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
+_MINMAX = {"max": ">", "min": "<"}
+"""Binary ops written as calls of per-type helpers (`vector_prelude`), with the scalar code's
+comparison: a relu epilogue (`max(x, 0)`) no longer sends its loop, and with it the register tile
+it reads, to `omp simd` and the stack."""
 # the streaming-store intrinsic for each vector width, and the alignment it needs
 _STREAM = {64: ("__AVX512F__", "_mm512_stream_ps", "_mm512_stream_pd", "__m512", "__m512d"),
            32: ("__AVX__", "_mm256_stream_ps", "_mm256_stream_pd", "__m256", "__m256d"),
@@ -39,6 +43,14 @@ def vector_prelude() -> str:
         out += [f"static inline {vt} asc_ld_{vt}(const {ctype}* p) {{ {vt} v; __builtin_memcpy(&v, p, {nbytes}); "
                 "return v; }",
                 f"static inline void asc_st_{vt}({ctype}* p, {vt} v) {{ __builtin_memcpy(p, &v, {nbytes}); }}"]
+        # `a cmp b ? a : b` in every lane, as the scalar code, through the comparison's lane mask: a
+        # loop over the lanes made gcc keep vectors in memory (the relu epilogue of an 8x32 dense
+        # tile took 13.0 ms where the same kernel without it took 8.6)
+        it = f"asc_i{_ELEM[dtype] * 8}x{nbytes // _ELEM[dtype]}"
+        out.append(f"typedef int{_ELEM[dtype] * 8}_t {it} __attribute__((vector_size({nbytes})));")
+        for op, cmp in _MINMAX.items():
+            out.append(f"static inline {vt} asc_{op}_{vt}({vt} a, {vt} b) {{ {it} m = a {cmp} b; "
+                       f"return ({vt})((m & ({it})a) | (~m & ({it})b)); }}")
     return "\n".join(out) + "\n"
 
 
@@ -150,7 +162,7 @@ def _vectorizable(e: Expr, var: Var, dtype: str) -> bool:
         s = stride_of(flat(e.buffer, e.indices), var)
         return s in (0, 1)
     if isinstance(e, Binary):
-        return e.op in _ARITH and e.dtype == dtype and _vectorizable(e.a, var, dtype) and \
+        return (e.op in _ARITH or e.op in _MINMAX) and e.dtype == dtype and _vectorizable(e.a, var, dtype) and \
             _vectorizable(e.b, var, dtype)
     return False
 
@@ -170,3 +182,4 @@ def vtype(dtype: str) -> str:
 
 
 ARITH_OPS = _ARITH
+MINMAX_OPS = _MINMAX

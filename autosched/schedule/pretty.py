@@ -33,7 +33,8 @@ def step_as_python(s: Step) -> str:
     if k == "bind":
         return f"{h}.bind({s.loop!r}, {s.thread!r})"
     if k == "cache_read":
-        return f"s.cache_read({s.tensor!r}, {s.scope!r}, [{_names(s.readers)}])"
+        layout = f", layout={s.layout!r}" if s.layout else ""
+        return f"s.cache_read({s.tensor!r}, {s.scope!r}, [{_names(s.readers)}]{layout})"
     if k == "cache_write":
         return f"s.cache_write({s.tensor!r}, {s.scope!r})"
     if k == "compute_at":

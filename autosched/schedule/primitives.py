@@ -26,6 +26,7 @@ from autosched.te.expr import IterVar, Reduce, TensorRead, Var
 from autosched.te.tensor import ComputeOp, Tensor
 
 CACHE_SCOPES = ("global", "local", "shared")
+CACHE_LAYOUTS = ("", "transposed")
 
 
 class _Err(Exception):
@@ -220,16 +221,26 @@ def _cache_read(state: State, s: CacheReadStep) -> Tensor:
     for r in readers:
         if not any(t.name == s.tensor for t in r.op.input_tensors()):
             raise _Err(f"stage {r.name!r} does not read {s.tensor!r}")
+    if s.layout not in CACHE_LAYOUTS:
+        raise _Err(f"unknown cache_read layout {s.layout!r}; use one of {CACHE_LAYOUTS}")
     t = state.tensors[s.tensor]
+    transposed = s.layout == "transposed"
+    if transposed and len(t.shape) < 2:
+        raise _Err(f"cannot cache_read {s.tensor!r} transposed: it has {len(t.shape)} axis, not two or more")
     name = _fresh_name(state, f"{s.tensor}.{s.scope}")
-    axes = tuple(IterVar(f"ax{d}", n, "spatial") for d, n in enumerate(t.shape))
-    op = ComputeOp(name, axes, TensorRead(t, axes), t.dtype)
-    new_t = Tensor(op, t.shape, t.dtype)
+    shape = _swap_last_two(tuple(t.shape)) if transposed else tuple(t.shape)
+    axes = tuple(IterVar(f"ax{d}", n, "spatial") for d, n in enumerate(shape))
+    op = ComputeOp(name, axes, TensorRead(t, _swap_last_two(axes) if transposed else axes), t.dtype)
+    new_t = Tensor(op, shape, t.dtype)
     st = make_stage(name, op, s.scope)
     state.insert_after(s.tensor, st, new_t)
     for r in readers:
-        state.replace_reads(r, s.tensor, new_t)
+        state.replace_reads(r, s.tensor, new_t, _swap_last_two if transposed else None)
     return new_t
+
+
+def _swap_last_two(xs: tuple) -> tuple:
+    return (*xs[:-2], xs[-1], xs[-2])
 
 
 def _cache_write(state: State, s: CacheWriteStep) -> Tensor:

@@ -169,10 +169,13 @@ class Schedule:
     def stage_names(self) -> list[str]:
         return [s.name for s in self.state.stages]
 
-    def cache_read(self, tensor: Tensor | str, scope: str, readers: Sequence[Tensor | str]) -> Tensor:
+    def cache_read(self, tensor: Tensor | str, scope: str, readers: Sequence[Tensor | str],
+                   layout: str = "") -> Tensor:
+        """A copy of `tensor` in `scope` that `readers` read instead; `layout="transposed"` swaps its
+        last two axes (pack a [N, K] weight as [K, N] panels)."""
         name = tensor if isinstance(tensor, str) else tensor.name
         rd = tuple(r if isinstance(r, str) else r.name for r in readers)
-        return self._apply(CacheReadStep(name, scope, rd))
+        return self._apply(CacheReadStep(name, scope, rd, layout))
 
     def cache_write(self, tensor: Tensor | str, scope: str) -> Tensor:
         name = tensor if isinstance(tensor, str) else tensor.name

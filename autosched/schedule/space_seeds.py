@@ -9,9 +9,10 @@ the shapes and this host's vector width (never from one benchmark's sizes); the 
 in its first batch and the searchers improve from there.
 
 A seed is produced only where the rule fits: one multi-level-tiled stage whose vectorized (last)
-axis is the innermost index of a re-used input (B of matmul and batch_matmul; not dense, whose
-weight is [N, K]); the seed packs that input. Knobs of other stages take their first choice. Seeds that are not
-configs of the space or do not apply are dropped.
+axis is the innermost index of a re-used input once packed (B of matmul and batch_matmul; W of
+dense, whose [N, K] weight is packed transposed, `pack_layout`); the seed packs that input.
+Knobs of other stages take their first choice. Seeds that are not configs of the space or do not
+apply are dropped.
 """
 
 from __future__ import annotations
@@ -44,16 +45,33 @@ class GemmStage:
     pack_knobs: tuple[tuple[str, str], ...]  # (input name, knob)
 
 
+def pack_layout(op: ComputeOp, name: str) -> str:
+    """How the sketch packs input `name` of the reduction `op`: "transposed" when its read is
+    `T[..., s, r]` with `s` the last spatial (vectorized) axis and `r` a reduction axis, as
+    nn.Linear's weight `W[j, k]` is read, so the packed panel is contiguous along `s`; otherwise ""
+    (the copy keeps the layout)."""
+    last = op.axis[-1]
+    reduce_ids = {id(a) for a in op.reduce_axis}
+    for node in walk(op.body.source):
+        if isinstance(node, TensorRead) and node.tensor.name == name and len(node.indices) >= 2:
+            if node.indices[-2] is last and id(node.indices[-1]) in reduce_ids:
+                return "transposed"
+    return ""
+
+
 def _vector_operand(op: ComputeOp) -> str | None:
-    """The input whose innermost index is the reduction's last spatial axis (stride 1 along the
-    vectorized loop) and which some spatial axis does not index (re-used across rows)."""
+    """The input whose innermost index, once packed (`pack_layout`), is the reduction's last spatial
+    axis (stride 1 along the vectorized loop) and which some spatial axis does not index (re-used
+    across rows): B of matmul, W of dense (packed transposed)."""
     last = op.axis[-1]
     spatial = {id(a) for a in op.axis}
     for node in walk(op.body.source):
-        if not isinstance(node, TensorRead) or isinstance(node.tensor.op, ComputeOp):
+        if not isinstance(node, TensorRead) or isinstance(node.tensor.op, ComputeOp) or not node.indices:
             continue
         used = {id(n) for i in node.indices for n in walk(i) if isinstance(n, IterVar)}
-        if node.indices and node.indices[-1] is last and spatial - used:
+        if not spatial - used:
+            continue
+        if node.indices[-1] is last or pack_layout(op, node.tensor.name) == "transposed":
             return node.tensor.name
     return None
 

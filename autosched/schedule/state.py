@@ -6,6 +6,7 @@ never positional, so a step recorded on one run replays identically on another.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from autosched.te.dag import ComputeDAG
@@ -164,14 +165,16 @@ class State:
         self.stages.insert(idx + 1, stage)
         self.tensors[stage.name] = tensor
 
-    def replace_reads(self, stage: Stage, old: str, new: Tensor) -> None:
-        """Rewrite `stage`'s body so reads of tensor `old` read `new` (same indices)."""
+    def replace_reads(self, stage: Stage, old: str, new: Tensor,
+                      indices: Callable[[tuple], tuple] | None = None) -> None:
+        """Rewrite `stage`'s body so reads of tensor `old` read `new`, at the same indices or at
+        `indices(old indices)` (a copy in another layout)."""
         op = stage.op
         assert isinstance(op, ComputeOp)
 
         def fn(e):
             if isinstance(e, TensorRead) and e.tensor.name == old:
-                return TensorRead(new, e.indices)
+                return TensorRead(new, tuple(indices(tuple(e.indices))) if indices else e.indices)
             return None
 
         body = op.body

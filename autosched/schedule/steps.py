@@ -52,9 +52,16 @@ class Step:
         where = f" of stage {stage!r}" if isinstance(stage, str) else ""
         raise ScheduleError(f"step {self.kind!r}{where}: field {name!r} must be {what}, got {v!r}")
 
+    OMITTED_AT_DEFAULT: ClassVar[tuple[str, ...]] = ()
+    """Fields added after records were stored: left out of the JSON while they hold their default,
+    so the steps (and `steps_hash`) of every schedule that does not use them stay what they were."""
+
     def to_dict(self) -> dict[str, Any]:
         d = {"kind": self.kind, "v": STEP_FORMAT_VERSION}
+        defaults = {f.name: f.default for f in fields(self)}
         for k, v in asdict(self).items():
+            if k in self.OMITTED_AT_DEFAULT and v == defaults[k]:
+                continue
             d[k] = list(v) if isinstance(v, tuple) else v
         return d
 
@@ -115,9 +122,13 @@ class BindStep(Step):
 @dataclass(frozen=True)
 class CacheReadStep(Step):
     kind: ClassVar[str] = "cache_read"
+    OMITTED_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("layout",)
     tensor: str
     scope: str
     readers: tuple[str, ...]
+    layout: str = ""
+    """"" keeps the tensor's layout; "transposed" swaps its last two axes in the copy (a packed panel
+    of nn.Linear's [N, K] weight becomes [K, N], contiguous along the vectorized output axis)."""
 
 
 @dataclass(frozen=True)

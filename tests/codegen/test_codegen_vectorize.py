@@ -112,3 +112,28 @@ def test_explicit_vectors_broadcast_invariant_values() -> None:
     y = np.empty((5, 32), "float32")
     f(x, y)
     np.testing.assert_array_equal(y, np.repeat(x[:, None] * 3.0, 32, axis=1))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_min_max_are_explicit_vectors_with_the_scalar_code_s_lanes(dtype) -> None:
+    """max/min (a relu epilogue) are written as vector helpers, not `omp simd`, and give in every
+    lane what the scalar code gives (`a > b ? a : b`): NaN compares false, so max(NaN, 0) is 0."""
+    A = te.placeholder((4, 64), "A", dtype)
+    B = te.placeholder((4, 64), "B", dtype)
+    C = te.compute((4, 64), lambda i, j: te.maximum(A[i, j], 0.0) + te.minimum(A[i, j], B[i, j]), "C")
+    s = asc.create_schedule(C)
+    s[C].vectorize(C.op.axis[1])
+    f = asc.build(s, [A, B, C])
+    body = _body(f)
+    assert "#pragma omp simd" not in body
+    assert "asc_max_asc_f" in body and "asc_min_asc_f" in body
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((4, 64)).astype(dtype)
+    b = rng.standard_normal((4, 64)).astype(dtype)
+    a[0, :5] = [np.nan, -0.0, 0.0, np.inf, -np.inf]
+    b[0, :5] = [1.0, np.nan, -0.0, np.nan, 2.0]
+    c = np.full((4, 64), 7.0, dtype)
+    f(a, b, c)
+    with np.errstate(invalid="ignore"):
+        want = np.where(a > 0.0, a, 0.0) + np.where(a < b, a, b)
+    np.testing.assert_array_equal(c, want.astype(dtype))

@@ -21,8 +21,14 @@ typedef float asc_f32x16 __attribute__((vector_size(64)));
 typedef double asc_f64x8 __attribute__((vector_size(64)));
 static inline asc_f32x16 asc_ld_asc_f32x16(const float* p) { asc_f32x16 v; __builtin_memcpy(&v, p, 64); return v; }
 static inline void asc_st_asc_f32x16(float* p, asc_f32x16 v) { __builtin_memcpy(p, &v, 64); }
+typedef int32_t asc_i32x16 __attribute__((vector_size(64)));
+static inline asc_f32x16 asc_max_asc_f32x16(asc_f32x16 a, asc_f32x16 b) { asc_i32x16 m = a > b; return (asc_f32x16)((m & (asc_i32x16)a) | (~m & (asc_i32x16)b)); }
+static inline asc_f32x16 asc_min_asc_f32x16(asc_f32x16 a, asc_f32x16 b) { asc_i32x16 m = a < b; return (asc_f32x16)((m & (asc_i32x16)a) | (~m & (asc_i32x16)b)); }
 static inline asc_f64x8 asc_ld_asc_f64x8(const double* p) { asc_f64x8 v; __builtin_memcpy(&v, p, 64); return v; }
 static inline void asc_st_asc_f64x8(double* p, asc_f64x8 v) { __builtin_memcpy(p, &v, 64); }
+typedef int64_t asc_i64x8 __attribute__((vector_size(64)));
+static inline asc_f64x8 asc_max_asc_f64x8(asc_f64x8 a, asc_f64x8 b) { asc_i64x8 m = a > b; return (asc_f64x8)((m & (asc_i64x8)a) | (~m & (asc_i64x8)b)); }
+static inline asc_f64x8 asc_min_asc_f64x8(asc_f64x8 a, asc_f64x8 b) { asc_i64x8 m = a < b; return (asc_f64x8)((m & (asc_i64x8)a) | (~m & (asc_i64x8)b)); }
 __attribute__((simd("notinbranch"))) float expf(float);
 __attribute__((visibility("default"))) int default_function(float* restrict X, float* restrict norm) {
   asc_error = 0;

@@ -182,6 +182,7 @@ def test_cache_errors(mm) -> None:
     refused(lambda: s.cache_read(A, "texture", [C]), "unknown scope 'texture'")
     refused(lambda: s.cache_read(A, "local", []), "at least one reader")
     refused(lambda: s.cache_read(C, "local", [C]), "stage 'C' does not read 'C'")
+    refused(lambda: s.cache_read(A, "global", [C], layout="diagonal"), "unknown cache_read layout 'diagonal'")
     s[C].split("i", factor=2)
     refused(lambda: s.cache_write(C, "local"), "step 1 (cache_write, stage 'C')", "before any transform")
 

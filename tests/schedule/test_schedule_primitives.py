@@ -100,6 +100,16 @@ def cache_read():
     return s, args, "A_local"
 
 
+def cache_read_transposed():
+    """B copied as [N, K] (a packed panel in another layout); C's reads follow the swap."""
+    s, args, C = _matmul(16, 12, 9)
+    BT = s.cache_read(args[1], "global", [C], layout="transposed")
+    assert BT.shape == (12, 9)
+    io, ii = s[C].split(C.op.axis[0], factor=4)
+    s[BT].compute_at(s[C], io)
+    return s, args, "B_global"
+
+
 def cache_write():
     s, args, C = _matmul(16, 17, 9)
     CL = s.cache_write(C, "local")
@@ -154,7 +164,8 @@ def rfactor_full_reduce():
 
 
 CASES: dict[str, Callable] = {f.__name__: f for f in (
-    split_factor, split_nparts, fuse, reorder, tile, parallel, vectorize, unroll, pragma, cache_read, cache_write,
+    split_factor, split_nparts, fuse, reorder, tile, parallel, vectorize, unroll, pragma, cache_read,
+    cache_read_transposed, cache_write,
     compute_at, compute_inline, compute_root, rfactor, rfactor_full_reduce)}
 
 
@@ -269,3 +280,17 @@ def test_rfactor_axis_names_do_not_clash() -> None:
     assert [lp.name for lp in s.state.stage("C.rf").leaf_loops] == ["k_inner_2", "k_inner", "k_outer"]
     check(s)
     roundtrip(s)
+
+
+def test_cache_read_steps_stored_before_layouts_existed_keep_their_json_and_hash() -> None:
+    """`layout` is left out of a cache_read's JSON at its default: the records of every schedule that
+    does not transpose keep their steps hash, so a resumed run finds them measured."""
+    from autosched.schedule.steps import CacheReadStep
+    from tuning_db.canonical import steps_hash
+
+    old = {"kind": "cache_read", "v": 1, "tensor": "B", "scope": "global", "readers": ["C"]}
+    step = step_from_dict(old)
+    assert step == CacheReadStep("B", "global", ("C",)) and step.layout == ""
+    assert step.to_dict() == old and steps_hash([step.to_dict()]) == steps_hash([old])
+    moved = CacheReadStep("B", "global", ("C",), "transposed").to_dict()
+    assert moved["layout"] == "transposed" and step_from_dict(moved).layout == "transposed"

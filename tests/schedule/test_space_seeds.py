@@ -54,7 +54,6 @@ def test_seeds_depend_on_the_host_vector_width(monkeypatch) -> None:
 
 
 @pytest.mark.parametrize("op,args", [("softmax", (64, 128)), ("layernorm", (64, 128)),
-                                     ("dense_bias_relu", (64, 64, 64)),  # weight [N, K]: not stride 1 along N
                                      ("conv2d_nchw", (1, 8, 10, 10, 8, 3, 3)), ("gelu", (64, 128))])
 def test_operators_the_rule_does_not_fit_get_no_seeds(op, args) -> None:
     assert make_space(Workload.create(op, *args), "cpu").seeds == ()
@@ -74,3 +73,30 @@ def test_a_tuning_run_measures_the_rule_seeds_first(searcher) -> None:
     task.run()
     seeds = [task.cands.get(task.space.space.index_of(v)).steps_json for v in task.space.seeds]
     assert seeds and m.order[: len(seeds)] == seeds
+
+
+@pytest.mark.parametrize("nbytes", [16, 32, 64])
+def test_dense_seeds_pack_the_weight_transposed_and_match_numpy(monkeypatch, nbytes) -> None:
+    """nn.Linear's weight is [N, K]: the seed packs it as [K, nr] panels (`cache_read(...,
+    layout="transposed")`), so the register tile reads whole vectors along N, as matmul's does."""
+    monkeypatch.setenv(VECTOR_BYTES_ENV, str(nbytes))
+    w = Workload.create("dense_bias_relu", 48, 64, 80)
+    space = make_space(w, "cpu")
+    assert space.seeds
+    for v in space.seeds:
+        assert {k for k, x in v.items() if ".pack." in k and x} == {"out.pack.W"}
+        s = space.apply(space.space.index_of(v))
+        packs = [st for st in s.steps if st.kind == "cache_read"]
+        assert [(p.tensor, p.layout) for p in packs] == [("W", "transposed")]
+        assert _run(w, s) < 1e-3
+
+
+def test_only_a_weight_read_along_the_vectorized_axis_is_packed_transposed() -> None:
+    from autosched.schedule.space_seeds import pack_layout
+
+    def acc(op, *args):
+        return next(t.op for t in Workload.create(op, *args).dag.computes if t.op.reduce_axis)
+
+    dense, mm = acc("dense_bias_relu", 8, 16, 32), acc("matmul", 8, 16, 32)
+    assert (pack_layout(dense, "W"), pack_layout(dense, "X")) == ("transposed", "")
+    assert (pack_layout(mm, "A"), pack_layout(mm, "B")) == ("", "")
