@@ -108,11 +108,14 @@ def model_quality(db, w, other, target_key: str, seed: int = 0) -> dict:
     return out
 
 
-def lockstep_tasks(w, db_url: str, searchers, seeds: int, trials: int, ablate: tuple[str, ...] = ()):
+def lockstep_tasks(w, db_url: str, searchers, seeds: int, trials: int, ablate: tuple[str, ...] = (),
+                   objective: str | None = None):
     """One tuner per (searcher, model, seed), all on one database and measurer. Model-guided runs
     start as `asc.tune` does (model warm-started from the other workloads' records, and the same
     operator's best schedules at other shapes measured first); searchers in `ablate` also run
-    guided without those transferred schedules ("xgb-notransfer"), to show what each part brings."""
+    guided without those transferred schedules ("xgb-notransfer"), to show what each part brings;
+    with `objective`, every searcher also runs guided by a model with that XGBoost objective
+    ("xgb-<objective>"), side by side with the tuner's own."""
     from autosched.schedule.spaces import make_space
     from autosched.search.tuner import TaskTuner, TuneOptions, make_cost_model
     from autosched.target import Target
@@ -125,13 +128,17 @@ def lockstep_tasks(w, db_url: str, searchers, seeds: int, trials: int, ablate: t
     known = {r.steps_hash: r.median for r in db.records(w.key, tgt.key, ok_only=True) if r.median}
     labels, tasks = [], {}
     for name in searchers:
-        variants = [("xgb", True), (None, False)] + ([("xgb", False)] if name in ablate else [])
-        for model_name, transfer in variants:
+        variants = [("xgb", True, None), (None, False, None)] + \
+            ([("xgb", False, None)] if name in ablate else []) + ([("xgb", True, objective)] if objective else [])
+        for model_name, transfer, obj in variants:
             label = name + ("" if model_name is None else "+xgb" if transfer else "+xgb-notransfer")
+            label += f"-{obj.split(':')[-1]}" if obj else ""
             labels.append(label)
             tasks[label] = []
             for seed in range(seeds):
                 model = make_cost_model(model_name, seed)
+                if obj:
+                    model.objective = obj
                 if model is not None:
                     warm_start(model, db, tgt, exclude_key=w.key, seed=seed)
                 # the space without its rule-derived seeds (`space_seeds`): every run would measure the
@@ -226,6 +233,8 @@ def main() -> None:
     ap.add_argument("--remeasure-top", type=int, default=8,
                     help="after the runs, time each run's top N schedules again and report curves on medians (0: off)")
     ap.add_argument("--remeasure-rounds", type=int, default=3)
+    ap.add_argument("--objective", default=None, help="also run every searcher guided by a model with this "
+                    "XGBoost objective (e.g. rank:ndcg), side by side")
     ap.add_argument("--out", default="search_efficiency", help="results stem under docs/ (.md, .json, .png)")
     a = ap.parse_args()
 
@@ -248,7 +257,7 @@ def main() -> None:
         r = asc.tune(ww, "cpu", a.warm_trials, db=db_url, progress=False)
         warm.append({"workload": ww.name, "key": ww.key, "trials": a.warm_trials, "best_gflops": r.best_gflops})
         print(f"warm: {ww.name} {a.warm_trials} trials, best {r.best_gflops:.1f} GFLOP/s", flush=True)
-    labels, tasks = lockstep_tasks(w, db_url, a.searchers, a.seeds, a.trials, tuple(a.ablate))
+    labels, tasks = lockstep_tasks(w, db_url, a.searchers, a.seeds, a.trials, tuple(a.ablate), a.objective)
     run_lockstep(tasks)
     for label in labels:
         runs = []
