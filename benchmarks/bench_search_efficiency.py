@@ -233,8 +233,10 @@ def main() -> None:
     ap.add_argument("--remeasure-top", type=int, default=8,
                     help="after the runs, time each run's top N schedules again and report curves on medians (0: off)")
     ap.add_argument("--remeasure-rounds", type=int, default=3)
-    ap.add_argument("--objective", default=None, help="also run every searcher guided by a model with this "
-                    "XGBoost objective (e.g. rank:ndcg), side by side")
+    from autosched.cost_model.xgb_model import OBJECTIVES
+
+    ap.add_argument("--objective", default=None, choices=OBJECTIVES, help="also run every searcher guided by a "
+                    "model with this XGBoost objective, side by side")
     ap.add_argument("--out", default="search_efficiency", help="results stem under docs/ (.md, .json, .png)")
     a = ap.parse_args()
 
