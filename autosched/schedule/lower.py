@@ -45,6 +45,34 @@ class _Info:
     derived: Derived
     buffer: Buffer | None = None
     local: bool = False
+    order: tuple[int, ...] | None = None
+    """Storage order of a local buffer's dimensions (None: the op's axis order), see `_vector_last`."""
+
+    def stored(self, dims: tuple) -> tuple:
+        """`dims` (one per op axis) in the buffer's storage order."""
+        return dims if self.order is None else tuple(dims[d] for d in self.order)
+
+
+def _vector_last(st: Stage, derived: Derived) -> tuple[int, ...] | None:
+    """The storage order putting last the dimension a local stage's vectorized loop runs along.
+
+    Why: a register tile is vectorized along the axis whose vectors its loads serve. For a
+    convolution that is the output channel (`conv.local[f, y, x]`, channels as lanes, each input value
+    broadcast): 56-wide rows are not whole 16-float vectors, 16 channels are. In the op's axis order
+    the tile's vectors would be strided (one lane per row of 14); stored channel-last they are whole
+    vectors at constant offsets, which `codegen.register_tile` keeps in registers. A local buffer is
+    private to the kernel, so its layout is free; the op's order stays wherever the vectorized
+    dimension already is last, or no single dimension is vectorized."""
+    vec = [lp for lp in st.leaf_loops if st.annotations.get(lp.name) == "vectorize" and lp.kind != "reduce"]
+    n_axis = len(st.op.axis)
+    if len(vec) != 1 or n_axis < 2:
+        return None
+    var = vec[0].var
+    dims = [d for d, lp in enumerate(st.root_loops[:n_axis])
+            if any(n is var for n in walk(derived.exprs[lp.name]))]
+    if len(dims) != 1 or dims[0] == n_axis - 1:
+        return None
+    return tuple(d for d in range(n_axis) if d != dims[0]) + (dims[0],)
 
 
 class Lowerer:
@@ -165,6 +193,8 @@ class Lowerer:
         for lp, ax in zip(st.root_loops[len(shape):], st.op.reduce_axis):
             roots[lp.name] = ax.extent
         inf = _Info(st, mins, list(exts), derive(st, roots), local=st.attach[0] == "at")
+        if inf.local and self.target_kind == "cpu":
+            inf.order = _vector_last(st, inf.derived)
         self.info[name] = inf
         self._busy.discard(name)
         return inf
@@ -247,7 +277,7 @@ class Lowerer:
         elif st.is_placeholder:
             raise ScheduleError(f"input {name!r} is read by the kernel but is not in the argument list {self.args}")
         elif inf.local:
-            buf = Buffer(cname, tuple(inf.region_ext), st.op.dtype, "local", name)
+            buf = Buffer(cname, inf.stored(tuple(inf.region_ext)), st.op.dtype, "local", name)
         else:
             buf = Buffer(cname, tuple(st.op.shape), st.op.dtype, "global", name)
         if inf is not None:
@@ -280,7 +310,7 @@ class Lowerer:
                 buf = self.buffer_of(name)
                 idx = tuple(arith.simplify(Binary("sub", i, m, "int32")) if inf.local else arith.simplify(i)
                             for i, m in zip(x.indices, inf.region_min))
-                return Load(buf, idx)
+                return Load(buf, inf.stored(idx))
             return None
 
         return transform(e, fn)
@@ -295,7 +325,8 @@ class Lowerer:
         coords = self.coords(inf)
         value = self.lower_reads(arith.simplify(substitute(self.body_of(st), coords)))
         if inf.local:
-            store_idx = tuple(arith.simplify(inf.derived.exprs[lp.name]) for lp in st.root_loops[: len(op.axis)])
+            store_idx = inf.stored(tuple(arith.simplify(inf.derived.exprs[lp.name])
+                                         for lp in st.root_loops[: len(op.axis)]))
         else:
             store_idx = tuple(coords[ax] for ax in op.axis)
         guards = list(inf.derived.guards)

@@ -26,7 +26,7 @@ from autosched.te.expr import IterVar, Reduce, TensorRead, Var
 from autosched.te.tensor import ComputeOp, Tensor
 
 CACHE_SCOPES = ("global", "local", "shared")
-CACHE_LAYOUTS = ("", "transposed")
+CACHE_LAYOUTS = ("", "transposed", "outer_last")
 
 
 class _Err(Exception):
@@ -224,23 +224,39 @@ def _cache_read(state: State, s: CacheReadStep) -> Tensor:
     if s.layout not in CACHE_LAYOUTS:
         raise _Err(f"unknown cache_read layout {s.layout!r}; use one of {CACHE_LAYOUTS}")
     t = state.tensors[s.tensor]
-    transposed = s.layout == "transposed"
-    if transposed and len(t.shape) < 2:
-        raise _Err(f"cannot cache_read {s.tensor!r} transposed: it has {len(t.shape)} axis, not two or more")
+    permute, source_index = _LAYOUTS.get(s.layout, (None, None))
+    if permute is not None and len(t.shape) < 2:
+        raise _Err(f"cannot cache_read {s.tensor!r} with layout {s.layout!r}: it has {len(t.shape)} axis, "
+                   "not two or more")
     name = _fresh_name(state, f"{s.tensor}.{s.scope}")
-    shape = _swap_last_two(tuple(t.shape)) if transposed else tuple(t.shape)
+    shape = permute(tuple(t.shape)) if permute else tuple(t.shape)
     axes = tuple(IterVar(f"ax{d}", n, "spatial") for d, n in enumerate(shape))
-    op = ComputeOp(name, axes, TensorRead(t, _swap_last_two(axes) if transposed else axes), t.dtype)
+    op = ComputeOp(name, axes, TensorRead(t, source_index(axes) if source_index else axes), t.dtype)
     new_t = Tensor(op, shape, t.dtype)
     st = make_stage(name, op, s.scope)
     state.insert_after(s.tensor, st, new_t)
     for r in readers:
-        state.replace_reads(r, s.tensor, new_t, _swap_last_two if transposed else None)
+        state.replace_reads(r, s.tensor, new_t, permute)
     return new_t
 
 
 def _swap_last_two(xs: tuple) -> tuple:
     return (*xs[:-2], xs[-1], xs[-2])
+
+
+def _outer_last(xs: tuple) -> tuple:
+    return (*xs[1:], xs[0])
+
+
+def _outer_first(xs: tuple) -> tuple:
+    return (xs[-1], *xs[:-1])
+
+
+_LAYOUTS = {"transposed": (_swap_last_two, _swap_last_two), "outer_last": (_outer_last, _outer_first)}
+"""layout -> (the copy's axes from the tensor's, the tensor's indices from the copy's axes). "transposed"
+swaps the last two axes (nn.Linear's [N, K] weight packed K-major); "outer_last" moves the first axis
+last (a convolution's [K, C, R, S] kernel packed with its output channels innermost, the lanes of a
+channel-vectorized register tile)."""
 
 
 def _cache_write(state: State, s: CacheWriteStep) -> Tensor:

@@ -172,7 +172,8 @@ class Schedule:
     def cache_read(self, tensor: Tensor | str, scope: str, readers: Sequence[Tensor | str],
                    layout: str = "") -> Tensor:
         """A copy of `tensor` in `scope` that `readers` read instead; `layout="transposed"` swaps its
-        last two axes (pack a [N, K] weight as [K, N] panels)."""
+        last two axes (pack a [N, K] weight as [K, N] panels), `layout="outer_last"` moves its first axis
+        last (pack a [K, C, R, S] convolution kernel as [C, R, S, K], output channels innermost)."""
         name = tensor if isinstance(tensor, str) else tensor.name
         rd = tuple(r if isinstance(r, str) else r.name for r in readers)
         return self._apply(CacheReadStep(name, scope, rd, layout))

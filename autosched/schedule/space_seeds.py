@@ -27,6 +27,10 @@ MAX_ACCUMULATOR_VECTORS = 16
 """Register tile budget: half the 32 zmm (or all 16 ymm) registers, leaving room for the B vectors and
 the broadcast A value. Measured on matmul 1024^3 (AVX-512): 6x32 and 8x32 tiles 241-255 GFLOP/s,
 10x32 and 12x32 (20-24 accumulators) 145."""
+CHANNEL_TILE_VECTORS = 14
+"""Accumulator budget of a channel-vectorized tile (`channel_seeds`). Measured on conv2d N1 C64 56x56
+K64 3x3 (AVX-512, 2026-12-04): 16 channels x 14 columns 0.78-0.82 ms, x 8 columns (16 accumulators)
+1.00; 32 channels x 7 columns 0.97, x 4 columns 0.99 (torch eager 0.80-0.84)."""
 ROW_TILES = (8, 6, 4)
 """Rows of the register tile tried, in order (each with two vectors of columns; 4 also with four)."""
 
@@ -43,13 +47,45 @@ class GemmStage:
     unroll_knob: str
     order_knob: str | None
     pack_knobs: tuple[tuple[str, str], ...]  # (input name, knob)
+    vector_knob: str | None = None  # "last" or "channel": the axis the register tile's lanes run along
+    channel: int | None = None  # the channel axis (`channel_axis`), where the stage has one
 
 
-def pack_layout(op: ComputeOp, name: str) -> str:
-    """How the sketch packs input `name` of the reduction `op`: "transposed" when its read is
-    `T[..., s, r]` with `s` the last spatial (vectorized) axis and `r` a reduction axis, as
-    nn.Linear's weight `W[j, k]` is read, so the packed panel is contiguous along `s`; otherwise ""
-    (the copy keeps the layout)."""
+def channel_axis(op: ComputeOp, line_lanes: int) -> int | None:
+    """A spatial axis, other than the last, along which a register tile can take its lanes instead.
+
+    Why: a convolution's output rows (56, 28, 14, 7 wide) are not whole cache-line vectors, so a tile
+    vectorized along them runs partly masked or scalar (conv2d N1 C64 56x56 K64 3x3 took 1.41-1.48 ms
+    on an Intel Xeon with AVX-512, 0.63x torch eager). Its output channels are: with 16 channels as
+    lanes, each input value broadcast and the kernel packed channels-innermost, a 16x14 tile ran in
+    0.78 ms against torch's 0.80 (2026-12-04). The axis qualifies when the last axis does not fill
+    whole lines (`line_lanes` elements), its own extent does, exactly one re-used input is indexed by
+    it, as its first index and nowhere else (conv's `kernel[f, c, r, s]`, packed `outer_last`), and
+    no other read depends on it (each of their values is one broadcast)."""
+    if len(op.axis) < 2 or op.axis[-1].extent % line_lanes == 0:
+        return None
+    reads = [n for n in walk(op.body.source) if isinstance(n, TensorRead)]
+    for d, ax in enumerate(op.axis[:-1]):
+        if ax.extent % line_lanes:
+            continue
+        users = [r for r in reads if any(n is ax for i in r.indices for n in walk(i))]
+        if len(users) != 1 or isinstance(users[0].tensor.op, ComputeOp):
+            continue
+        first, *rest = users[0].indices
+        if first is ax and not any(n is ax for i in rest for n in walk(i)):
+            return d
+    return None
+
+
+def pack_layout(op: ComputeOp, name: str, vector_axis: IterVar | None = None) -> str:
+    """How the sketch packs input `name` of the reduction `op`, so that the packed copy is contiguous
+    along the register tile's lanes. With the lanes along a channel axis (`vector_axis`, see
+    `channel_axis`): "outer_last" when the input's first index is that axis. Otherwise, lanes along the
+    last spatial axis `s`: "transposed" when the read is `T[..., s, r]` with `r` a reduction axis, as
+    nn.Linear's weight `W[j, k]` is read; otherwise "" (the copy keeps the layout)."""
+    if vector_axis is not None:
+        return "outer_last" if any(isinstance(n, TensorRead) and n.tensor.name == name and n.indices
+                                   and n.indices[0] is vector_axis for n in walk(op.body.source)) else ""
     last = op.axis[-1]
     reduce_ids = {id(a) for a in op.reduce_axis}
     for node in walk(op.body.source):
@@ -85,6 +121,8 @@ def gemm_seeds(stages: list[GemmStage], knob_choices: dict[str, tuple], lanes: i
     if len(stages) != 1 or lanes <= 1:
         return []
     st = stages[0]
+    if st.channel is not None:
+        return channel_seeds(st, knob_choices, lanes)
     packed = _vector_operand(st.op)
     if packed is None or len(st.extents) < 2 or len(st.red_knobs) != 1:
         return []
@@ -106,5 +144,41 @@ def gemm_seeds(stages: list[GemmStage], knob_choices: dict[str, tuple], lanes: i
             v[st.order_knob] = "reversed"  # column panels outermost: a packed panel serves every row block
         for inp, kn in st.pack_knobs:
             v[kn] = inp == packed
+        seeds.append(v)
+    return seeds
+
+
+def channel_seeds(st: GemmStage, knob_choices: dict[str, tuple], lanes: int) -> list[dict[str, Any]]:
+    """Seeds of a stage vectorized along its channel axis (`channel_axis`): one or two vectors of
+    channels by a run of columns (and one or two rows) as the register tile, a task per block of
+    channels over all rows, the packed input `outer_last`, and producers (the padded input)
+    computed at root, so that the tile's broadcasts read plain memory, not a bounds check."""
+    c = st.channel
+    assert c is not None and st.vector_knob is not None
+    *_, h, w = st.extents
+    base = {k: ch[0] for k, ch in knob_choices.items()}
+    seeds: list[dict[str, Any]] = []
+    for vectors, rows in ((1, 1), (2, 1), (1, 2)):
+        cols = _largest_divisor_at_most(w, CHANNEL_TILE_VECTORS // (vectors * rows))
+        fi = vectors * lanes
+        if st.extents[c] % fi or h % rows or len(st.extents) - 2 == c:
+            continue
+        v = dict(base)
+        for kn in st.tile_knobs:
+            v[kn] = (1, 1)
+        v[st.tile_knobs[c]] = (1, fi)
+        v[st.tile_knobs[-2]] = (_largest_divisor_at_most(h // rows, 256), rows)  # all rows of a task
+        v[st.tile_knobs[-1]] = (w // cols, cols)
+        for kn in st.red_knobs:
+            v[kn] = 1
+        v[st.unroll_knob] = 0
+        v[st.vector_knob] = "channel"
+        if st.order_knob is not None:
+            v[st.order_knob] = "natural"
+        for _inp, kn in st.pack_knobs:
+            v[kn] = True
+        for name, ch in knob_choices.items():
+            if name.endswith(".location") and "root" in ch:
+                v[name] = "root"
         seeds.append(v)
     return seeds

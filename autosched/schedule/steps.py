@@ -128,7 +128,9 @@ class CacheReadStep(Step):
     readers: tuple[str, ...]
     layout: str = ""
     """"" keeps the tensor's layout; "transposed" swaps its last two axes in the copy (a packed panel
-    of nn.Linear's [N, K] weight becomes [K, N], contiguous along the vectorized output axis)."""
+    of nn.Linear's [N, K] weight becomes [K, N], contiguous along the vectorized output axis);
+    "outer_last" moves its first axis last (a convolution kernel [K, C, R, S] becomes [C, R, S, K],
+    contiguous along the output channels a channel-vectorized register tile holds as lanes)."""
 
 
 @dataclass(frozen=True)

@@ -187,7 +187,8 @@ def random_step(s: asc.Schedule, c: Chooser) -> tuple[str, Any]:
         readers = [r.name for r in _readers(s, t.name)]
         rd = (c.subset(readers) or readers[:1]) if c.chance(0.9) else [st.name]
         scope = c.pick(SCOPES)
-        layout = "transposed" if len(s.state.tensors[t.name].shape) >= 2 and c.chance(0.3) else ""
+        layout = c.pick(["transposed", "outer_last"]) \
+            if len(s.state.tensors[t.name].shape) >= 2 and c.chance(0.3) else ""
         return f"s.cache_read({t.name!r}, {scope!r}, {rd!r}, layout={layout!r})", \
             lambda: s.cache_read(t.name, scope, rd, layout)
     if kind == "cache_write":

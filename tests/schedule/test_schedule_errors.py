@@ -177,6 +177,15 @@ def test_inline_output_or_reduction() -> None:
     refused(lambda: s["expv"].compute_inline(), "stage 'maxelem' is computed at 'expv'")
 
 
+@pytest.mark.parametrize("layout", ["transposed", "outer_last"])
+def test_a_cache_read_layout_needs_two_axes(layout) -> None:
+    X = te.placeholder((8,), name="X", dtype="float32")
+    Y = te.compute((8,), lambda i: X[i] * 2.0, name="Y")
+    s = asc.create_schedule(Y)
+    refused(lambda: s.cache_read(X, "global", [Y], layout=layout),
+            f"cannot cache_read 'X' with layout {layout!r}: it has 1 axis, not two or more")
+
+
 def test_cache_errors(mm) -> None:
     s, A, B, C = mm
     refused(lambda: s.cache_read(A, "texture", [C]), "unknown scope 'texture'")

@@ -110,6 +110,21 @@ def cache_read_transposed():
     return s, args, "B_global"
 
 
+def cache_read_outer_last():
+    """A [K, C, R] kernel copied as [C, R, K] (output channels innermost); the reader's indices follow
+    the rotation."""
+    X = te.placeholder((5, 12), name="X", dtype="float32")
+    W = te.placeholder((8, 5, 3), name="W", dtype="float32")
+    c, r = te.reduce_axis(5, "c"), te.reduce_axis(3, "r")
+    out = te.compute((8, 10), lambda f, x: te.sum(X[c, x + r] * W[f, c, r], axis=[c, r]), name="out")
+    s = asc.create_schedule(out)
+    WP = s.cache_read(W, "global", [out], layout="outer_last")
+    assert WP.shape == (5, 3, 8)
+    fo, fi = s[out].split(out.op.axis[0], factor=4)
+    s[WP].compute_at(s[out], fo)
+    return s, [X, W, out], "W_global"
+
+
 def cache_write():
     s, args, C = _matmul(16, 17, 9)
     CL = s.cache_write(C, "local")
@@ -165,7 +180,7 @@ def rfactor_full_reduce():
 
 CASES: dict[str, Callable] = {f.__name__: f for f in (
     split_factor, split_nparts, fuse, reorder, tile, parallel, vectorize, unroll, pragma, cache_read,
-    cache_read_transposed, cache_write,
+    cache_read_transposed, cache_read_outer_last, cache_write,
     compute_at, compute_inline, compute_root, rfactor, rfactor_full_reduce)}
 
 

@@ -100,3 +100,61 @@ def test_only_a_weight_read_along_the_vectorized_axis_is_packed_transposed() -> 
     dense, mm = acc("dense_bias_relu", 8, 16, 32), acc("matmul", 8, 16, 32)
     assert (pack_layout(dense, "W"), pack_layout(dense, "X")) == ("transposed", "")
     assert (pack_layout(mm, "A"), pack_layout(mm, "B")) == ("", "")
+
+
+def _acc(op, *args):
+    return next(t.op for t in Workload.create(op, *args).dag.computes if t.op.reduce_axis)
+
+
+def test_a_channel_axis_is_offered_only_where_rows_are_not_whole_lines() -> None:
+    from autosched.schedule.space_seeds import channel_axis
+
+    assert channel_axis(_acc("conv2d_nchw", 1, 16, 56, 56, 64, 3, 3, 1, 1), 16) == 1  # 56-wide rows
+    assert channel_axis(_acc("conv2d_nchw", 1, 16, 64, 64, 64, 3, 3, 1, 1), 16) is None  # 64 = 4 lines
+    assert channel_axis(_acc("conv2d_nchw", 1, 16, 14, 14, 24, 3, 3, 1, 1), 16) is None  # 24 channels
+    assert channel_axis(_acc("depthwise_conv2d_nchw", 1, 32, 14, 14, 3, 3, 1, 1), 16) is None  # data[c]
+    assert channel_axis(_acc("matmul", 16, 24, 32), 16) == 0  # 24 columns: lanes along i, A packed [K, M]
+    assert channel_axis(_acc("matmul", 24, 24, 32), 16) is None  # nor 24 rows
+    for op, args in [("matmul", (64, 64, 64)), ("dense_bias_relu", (48, 64, 80)),
+                     ("conv2d_nchw", (1, 8, 16, 16, 16, 3, 3, 1, 1))]:
+        assert not any(k.name.endswith(".lanes") for k in make_space(Workload.create(op, *args), "cpu").space.knobs)
+
+
+@pytest.mark.parametrize("nbytes", [16, 32, 64])
+def test_conv_seeds_take_their_lanes_along_output_channels_and_match_numpy(monkeypatch, nbytes) -> None:
+    """14-wide rows are not whole vectors, 32 output channels are: the seeds vectorize the register tile
+    along the channels, its local buffer stored channel-last, the kernel packed `outer_last` (channels
+    innermost) and read as whole vectors, each padded input value broadcast."""
+    monkeypatch.setenv(VECTOR_BYTES_ENV, str(nbytes))
+    lanes = nbytes // 4
+    w = Workload.create("conv2d_nchw", 1, 8, 14, 14, 32, 3, 3, 1, 1)
+    space = make_space(w, "cpu")
+    assert space.seeds
+    for v in space.seeds:
+        assert v["conv.lanes"] == "channel" and v["conv.tile.f"][1] in (lanes, 2 * lanes)
+        s = space.apply(space.space.index_of(v))
+        assert [(p.tensor, p.layout) for p in s.steps if p.kind == "cache_read"] == [("kernel", "outer_last")]
+        text = asc.lower(s, [w.dag[a] for a in w.args_order]).show()
+        fi = v["conv.tile.f"][1]
+        assert f"allocate conv_local[1, {v['conv.tile.y'][1]}, {v['conv.tile.x'][1]}, {fi}]" in text
+        source = asc.build(s, [w.dag[a] for a in w.args_order]).source
+        assert f"asc_ld_asc_f32x{lanes}(&kernel_global[" in source  # whole vectors of packed channels
+        assert _run(w, s) < 1e-3
+
+
+def test_either_lanes_choice_matches_numpy_with_any_tile(monkeypatch) -> None:
+    """Both choices of the lanes knob, with tiles drawn at random (tails, several rows, inlined or
+    materialized padding), against numpy; a matmul too narrow for whole lines takes its lanes along
+    its rows, A packed [K, M]."""
+    monkeypatch.setenv(VECTOR_BYTES_ENV, "64")
+    rng = np.random.default_rng(0)
+    for op, args, knob in [("conv2d_nchw", (1, 4, 7, 7, 16, 3, 3, 1, 1), "conv.lanes"),
+                           ("matmul", (32, 24, 16), "C.lanes")]:
+        w = Workload.create(op, *args)
+        space = make_space(w, "cpu")
+        knobs = space.space.knobs
+        for _ in range(6):
+            v = {k.name: k.choices[rng.integers(len(k.choices))] for k in knobs}
+            for choice in ("last", "channel"):
+                v[knob] = choice
+                assert _run(w, space.apply(space.space.index_of(v))) < 1e-3, v
