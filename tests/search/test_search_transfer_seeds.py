@@ -50,11 +50,23 @@ def test_transplant_keeps_a_choice_that_exists_and_takes_the_nearest_one_otherwi
     space = ConfigSpace((Knob("t", ((1, 1), (2, 4), (4, 4), (8, 8)), "tile"), Knob("u", (0, 16, 64), "unroll"),
                          Knob("f", (False, True), "flag")))
     assert space.values(transplant({"t": (2, 4), "u": 64, "f": True}, space)) == {"t": (2, 4), "u": 64, "f": True}
-    # (4, 8) is nearest (4, 4) and (8, 8) in log distance 1; the first wins; 32 is nearest 16 (and 64)
+    # (4, 8) is one step from (4, 4) and from (8, 8); the innermost (register) factor weighs more, so
+    # (8, 8) keeps it; 20 is nearest 16
     got = space.values(transplant({"t": (4, 8), "u": 20, "f": False}, space))
-    assert got == {"t": (4, 4), "u": 16, "f": False}
+    assert got == {"t": (8, 8), "u": 16, "f": False}
     assert transplant({"t": (2, 4), "u": 0}, space) is None  # no value for knob "f"
     assert transplant({"t": (2, 4), "u": 0, "f": "maybe"}, space) is None  # nothing near a non-number
+
+
+def test_a_register_tile_moved_to_a_smaller_matmul_keeps_its_rows() -> None:
+    """matmul 512^3's 8x32 tile over all rows, (64, 8), does not fit 256 rows: the middle level
+    shrinks to (32, 8), not the register tile to (64, 4); (128, 4) likewise becomes (64, 4)."""
+    from autosched.schedule.spaces import make_space
+
+    space = make_space(Workload.create("matmul", 256, 256, 256), "cpu").space
+    base = {k.name: k.choices[0] for k in space.knobs}
+    for old, new in [((64, 8), (32, 8)), ((128, 4), (64, 4)), ((8, 8), (8, 8))]:
+        assert space.values(transplant(dict(base, **{"C.tile.i": old}), space))["C.tile.i"] == new
 
 
 def test_seeds_prefer_configs_that_differ_from_those_already_taken() -> None:
