@@ -11,6 +11,9 @@ write lock up front, under the busy timeout. Use `write_engine(engine)` for thos
 
 from __future__ import annotations
 
+import random
+import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +65,7 @@ def _make_sqlite_engine(url: URL, settings: DBSettings) -> Engine:
         cur.execute(f"PRAGMA busy_timeout = {int(timeout_ms)}")
         cur.execute(f"PRAGMA cache_size = {-1024 * int(cache_mib)}")  # negative: KiB, not pages
         if wal:
-            cur.execute("PRAGMA journal_mode = WAL")
+            _enable_wal(cur, timeout_ms)
             cur.execute("PRAGMA synchronous = NORMAL")
         cur.execute("PRAGMA foreign_keys = ON")
         cur.close()
@@ -73,6 +76,30 @@ def _make_sqlite_engine(url: URL, settings: DBSettings) -> Engine:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
     return engine
+
+
+def _enable_wal(cur: Any, timeout_ms: int) -> None:
+    """Put the database file in WAL mode, retrying while another connection holds it.
+
+    Why: switching the journal mode needs an exclusive lock, and SQLite answers "database is locked"
+    at once instead of calling the busy handler when it cannot take it; eight processes opening a
+    new database together lost one in about six runs (tests/tuning_db/test_db_concurrency.py). The
+    mode is stored in the file, so once any connection has set it the others only read it.
+    """
+    deadline = time.monotonic() + timeout_ms / 1000.0
+    delay = 0.005
+    while True:
+        try:
+            mode = cur.execute("PRAGMA journal_mode").fetchone()[0]
+            if str(mode).lower() != "wal":
+                cur.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            msg = str(exc).lower()
+            if ("locked" not in msg and "busy" not in msg) or time.monotonic() >= deadline:
+                raise
+        time.sleep(delay * (0.5 + random.random()))  # jitter: the waiting processes do not retry in step
+        delay = min(delay * 2, 0.2)
 
 
 def write_engine(engine: Engine) -> Engine:
