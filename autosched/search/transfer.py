@@ -13,6 +13,11 @@ workload whose sketch has the same knobs, moved onto this workload's knobs:
 2. `transplant` gives each knob of the new space the choice nearest to the old value (tile
    factors by log-distance, so 8 stays 8 where it divides and becomes 4 or 16 where it does not).
 
+Which of those schedules: the best of each register tile (the innermost tile factors) among the
+other workload's schedules within FAMILY_MIN_RATIO of its best, then variations that differ in
+several knobs (`families_first`, `diverse_first`): a tile that was second at the other shape is
+often first at this one.
+
 Searchers receive the results as seeds (`Searcher.add_seeds`): measured before anything else,
 skipped if invalid or already measured, and then learned from like any measurement.
 
@@ -41,8 +46,16 @@ TRANSFER_SEEDS_PER_WORKLOAD = 3
 """Best schedules taken from each other workload with the same knobs."""
 TRANSFER_SEEDS_MAX = 6
 """At most this many seeds in all: they are measured before the model chooses anything."""
-SEED_POOL_PER_WORKLOAD = 12
-"""Best stored schedules of each other workload looked at when choosing its seeds."""
+SEED_POOL_PER_WORKLOAD = 64
+"""Best stored schedules of each other workload looked at when choosing its seeds (only those within
+FAMILY_MIN_RATIO of its best are decoded)."""
+FAMILY_MIN_RATIO = 0.8
+"""A register tile other than the best one's is a seed when its best schedule reached at least this
+share of the other workload's best throughput. Why: the register tile is what moves least well
+between shapes. A 64-trial matmul 512^3 on the Intel Xeon (2026-12-05) had its best 30 schedules
+all with a 4x64 tile (292 GFLOP/s), so the three seeds were one tile in variations of split, unroll
+and loop order (each differing in 3 knobs); at 256^3 every tuned run's best was an 8x32 tile (315-322
+against ~285 for 4x64), the 31st schedule at 512^3 (264 GFLOP/s, 0.90 of the best)."""
 SEED_MIN_DIFFERENT_KNOBS = 3
 """A seed differs from the ones already chosen in at least this many knobs while such schedules
 remain in the pool: the top few of a 64-trial run are often one family (one register tile, one
@@ -197,31 +210,60 @@ def _seeds_from(db, other, target, space, names: set[str], k: int, taken: list[C
     if set(other_space.space.names) != names:
         return []
     pool: list[Config] = []
-    for rec in db.top_k(other.key, target.key, max(k, SEED_POOL_PER_WORKLOAD)):
+    families: list[tuple] = []
+    records = db.top_k(other.key, target.key, max(k, SEED_POOL_PER_WORKLOAD))
+    best = records[0].median if records and records[0].median else None
+    for rec in records:
+        if best is not None and rec.median and best / rec.median < FAMILY_MIN_RATIO and len(pool) >= k:
+            break  # the rest are too slow to lead a family, and the pool already fills k seeds
         try:
             src = config_of_steps(other_space, json.loads(rec.steps_json))
         except (ValueError, TypeError):  # a record of an older steps format: not a seed
             continue
         if src is None:
             continue
-        cfg = transplant(other_space.space.values(src), space.space)
+        src_values = other_space.space.values(src)
+        cfg = transplant(src_values, space.space)
         if cfg is not None and cfg not in taken and cfg not in pool and space.space.valid(cfg) \
                 and _step_bag(space, cfg) is not None:
             pool.append(cfg)
-    return diverse_first(pool, k)
+            near_best = best is None or not rec.median or best / rec.median >= FAMILY_MIN_RATIO
+            families.append(register_tile(other_space.space, src_values) if near_best else None)
+    return families_first(pool, families, k)
 
 
-def diverse_first(pool: Sequence[Config], k: int, min_different: int | None = None) -> list[Config]:
-    """`k` configs of `pool` (best first): in pool order, each one that differs from every one
-    already taken in at least `min_different` knobs (default SEED_MIN_DIFFERENT_KNOBS); then the
-    best of the rest, if too few do."""
+def register_tile(space: ConfigSpace, values: dict[str, Any]) -> tuple:
+    """The innermost factor of each multi-level tile knob: the register tile of a CPU sketch."""
+    return tuple(values[knob.name][-1] for knob in space.knobs
+                 if knob.kind == "tile" and isinstance(values.get(knob.name), tuple) and values[knob.name])
+
+
+def families_first(pool: Sequence[Config], families: Sequence[tuple | None], k: int) -> list[Config]:
+    """`k` configs of `pool` (best first): the best of each family (register tile), in pool order,
+    then the rest as `diverse_first` picks them. A family of None (too slow to lead) is never a leader."""
+    leaders: list[Config] = []
+    seen: set[tuple] = set()
+    for c, fam in zip(pool, families):
+        if len(leaders) == k:
+            break
+        if fam is not None and fam not in seen:
+            seen.add(fam)
+            leaders.append(c)
+    return diverse_first(pool, k, taken=leaders)
+
+
+def diverse_first(pool: Sequence[Config], k: int, min_different: int | None = None,
+                  taken: Sequence[Config] = ()) -> list[Config]:
+    """`k` configs: those of `taken`, then of `pool` (best first) in pool order each one that differs
+    from every one already taken in at least `min_different` knobs (default SEED_MIN_DIFFERENT_KNOBS);
+    then the best of the rest, if too few do."""
     if min_different is None:
         min_different = SEED_MIN_DIFFERENT_KNOBS
-    taken: list[Config] = []
+    out: list[Config] = list(taken)[:k]
     for c in pool:
-        if len(taken) == k:
-            return taken
-        if all(sum(a != b for a, b in zip(c, t)) >= min_different for t in taken):
-            taken.append(c)
-    taken.extend([c for c in pool if c not in taken][: k - len(taken)])
-    return taken
+        if len(out) == k:
+            return out
+        if c not in out and all(sum(a != b for a, b in zip(c, t)) >= min_different for t in out):
+            out.append(c)
+    out.extend([c for c in pool if c not in out][: k - len(out)])
+    return out

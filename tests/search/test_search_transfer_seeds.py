@@ -14,7 +14,14 @@ from autosched.measure.types import ErrorCode, MeasureInput, MeasureResult
 from autosched.schedule.knobs import ConfigSpace, Knob
 from autosched.schedule.spaces import make_space
 from autosched.search.candidates import CandidateCache
-from autosched.search.transfer import config_of_steps, diverse_first, transfer_seeds, transplant
+from autosched.search.transfer import (
+    config_of_steps,
+    diverse_first,
+    families_first,
+    register_tile,
+    transfer_seeds,
+    transplant,
+)
 from autosched.search.tuner import TaskTuner, TuneOptions
 from autosched.target import Target
 from autosched.tuning import RecordToDB, add_transfer_seeds, open_db, register
@@ -78,6 +85,20 @@ def test_seeds_prefer_configs_that_differ_from_those_already_taken() -> None:
     assert diverse_first(pool, 1) == [(0, 0, 0, 0)] and diverse_first([], 2) == []
 
 
+def test_seeds_take_the_best_of_each_register_tile_first() -> None:
+    pool = [(0, 0, 0, 0), (0, 0, 1, 1), (0, 1, 1, 1), (5, 5, 0, 0), (6, 6, 6, 6), (7, 7, 7, 7)]
+    fams = [("4x64",), ("4x64",), ("4x64",), ("8x32",), None, ("4x32",)]
+    # the 4x64 leader, the 8x32 leader (4th best), the 4x32 leader; a family of None never leads
+    assert families_first(pool, fams, 3) == [(0, 0, 0, 0), (5, 5, 0, 0), (7, 7, 7, 7)]
+    # fewer families than seeds: the rest by knob diversity, counted against the leaders too:
+    # (0,0,1,1) differs from the first leader in 2 knobs, (0,1,1,1) in 3
+    assert families_first(pool, fams, 4) == [(0, 0, 0, 0), (5, 5, 0, 0), (7, 7, 7, 7), (0, 1, 1, 1)]
+    assert families_first(pool, [("a",)] * 6, 2) == [(0, 0, 0, 0), (0, 1, 1, 1)]  # one family: diversity
+    space = make_space(Workload.create("matmul", 512, 512, 512), "cpu").space
+    values = {k.name: k.choices[0] for k in space.knobs} | {"C.tile.i": (128, 4), "C.tile.j": (2, 64)}
+    assert register_tile(space, values) == (4, 64)  # C.tile.k is one level: not part of the tile
+
+
 def _store(db, w: Workload, space, configs_and_costs) -> list[str]:
     register(db, w, CPU)
     cc = CandidateCache(w, space)
@@ -118,7 +139,8 @@ def test_seeds_come_from_the_same_operators_best_schedules_moved_to_the_new_shap
     assert 1 <= len(seeds) <= 3
     ranked = [transplant(big_space.space.values(configs[i]), SMALL_SPACE.space) for i in (1, 3, 4, 2, 0, 5)]
     pool = list(dict.fromkeys(c for c in ranked if SMALL_SPACE.space.valid(c)))
-    assert seeds == diverse_first(pool, 3) and seeds[0] == pool[0]  # the best one always leads
+    assert seeds[0] == pool[0]  # the best one always leads
+    assert set(seeds) <= set(pool)
     assert transfer_seeds(db, big, CPU, big_space) == []  # its own records are not transfer
     assert transfer_seeds(db, other_op, CPU, dense_space) == []  # no other dense_bias_relu stored
 
@@ -175,3 +197,24 @@ def test_only_a_guided_run_with_transfer_on_measures_the_seeds_first(db, cost_mo
     firsts = [task.cands.get(c).steps_json for c in seeds]
     assert (m.order[: len(firsts)] == firsts) is expect
     assert r.transferred == (len(seeds) if expect else 0)
+
+
+def test_a_near_best_register_tile_deep_in_the_ranking_is_a_seed(db) -> None:
+    """The other shape's best 8 schedules share one register tile; a second tile at 0.9 of the best
+    is a seed, and one at 0.5 is not (its family is too slow to lead)."""
+    big = Workload.create("matmul", 128, 128, 128)
+    big_space = make_space(big, "cpu")
+    base = {k.name: k.choices[0] for k in big_space.space.knobs} | {"C.pack.B": True}
+
+    def cfg(ti, tj, k, unroll, order):
+        v = base | {"C.tile.i": ti, "C.tile.j": tj, "C.tile.k": k, "C.unroll": unroll, "C.outer_order": order}
+        return tuple(kn.choices.index(v[kn.name]) for kn in big_space.space.knobs)
+
+    variants = [cfg((32, 4), (2, 64), k, u, o) for k in (1, 32) for u in (0, 16) for o in ("natural", "reversed")]
+    eight = cfg((16, 8), (1, 32), 1, 0, "reversed")
+    sixteen = cfg((8, 16), (1, 8), 1, 0, "reversed")
+    stored = [(c, 1e-3 * (1 + 0.01 * i)) for i, c in enumerate(variants)] + [(eight, 1.1e-3), (sixteen, 2e-3)]
+    _store(db, big, big_space, stored)
+    seeds = transfer_seeds(db, SMALL, CPU, SMALL_SPACE, per_workload=3)
+    tiles = [register_tile(SMALL_SPACE.space, SMALL_SPACE.space.values(c)) for c in seeds]
+    assert tiles[0] == (4, 64) and (8, 32) in tiles and (16, 8) not in tiles, tiles
