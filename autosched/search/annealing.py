@@ -37,6 +37,7 @@ class AnnealingSearcher(Searcher):
         "model_steps": (30, "with a predictor: annealing steps per batch"),
         "model_t0": (1.0, "with a predictor: initial temperature, in units of the score spread"),
         "eps_greedy": (0.05, "with a predictor: share of each batch drawn at random, unscored"),
+        "diversity": (0.0, "with a predictor: weight of knob values new to the batch against score rank"),
     }
 
     @classmethod

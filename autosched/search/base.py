@@ -33,6 +33,9 @@ ENUMERATE_REMAINING_LIMIT = 200_000
 
 _VALID_CACHE_LIMIT = 1_000_000
 
+DIVERSITY_POOL_FACTOR = 4
+"""With the ``diversity`` option, a guided batch of k is picked from the 4k best-scored candidates."""
+
 
 class Searcher(ABC):
     """Propose batches of configs, learn from their costs (seconds; lower is better; +inf = failed)."""
@@ -98,6 +101,8 @@ class Searcher(ABC):
         """Range checks; subclasses extend. Raises ValueError naming the option."""
         if "eps_greedy" in opts and not 0.0 <= opts["eps_greedy"] <= 1.0:
             raise ValueError(f"option 'eps_greedy' must be in [0, 1], got {opts['eps_greedy']}")
+        if "diversity" in opts and not opts["diversity"] >= 0.0:
+            raise ValueError(f"option 'diversity' must be >= 0, got {opts['diversity']}")
 
     @staticmethod
     def _require(cond: bool, option: str, message: str) -> None:
@@ -294,7 +299,36 @@ class Searcher(ABC):
         else:
             s = np.asarray(scores, dtype=np.float64)[list(uniq.values())]
         n_random = self._n_random_share(n)
-        order = np.argsort(-s, kind="stable")[: n - n_random]
+        order = self._diverse_top(cands, s, n - n_random, float(self.options.get("diversity", 0.0)))
         out = [cands[i] for i in order]
         out.extend(self._random_fresh(n - len(out), set(out)))
         return out
+
+    @staticmethod
+    def _diverse_top(cands: Sequence[Config], scores: np.ndarray, k: int, weight: float) -> list[int]:
+        """Indices of ``k`` candidates: the best scored, or with ``weight > 0`` a greedy pick among the
+        ``DIVERSITY_POOL_FACTOR * k`` best that trades score for knob values the batch lacks.
+
+        Why: a model fitted on a few measurements scores the neighbours of the best one highest, and a
+        batch of them all teaches it little (AutoTVM's model-based tuner picks its plan the same way,
+        a submodular gain of score plus uncovered knob values). The score is the candidate's rank in
+        the pool scaled to (0, 1] (a ranker's raw scores have no unit); each knob whose value is new to
+        the batch adds ``weight / number of knobs``.
+        """
+        order = np.argsort(-scores, kind="stable")
+        if weight <= 0 or k <= 1 or len(order) <= k:
+            return [int(i) for i in order[: max(k, 0)]]
+        pool = order[: DIVERSITY_POOL_FACTOR * k]
+        m = len(pool)
+        rank_score = 1.0 - np.arange(m) / m
+        knobs = np.asarray([cands[i] for i in pool], dtype=np.int64).reshape(m, -1)
+        novel = np.ones(knobs.shape, dtype=bool)
+        gain_left = np.ones(m, dtype=bool)
+        picked: list[int] = []
+        for _ in range(k):
+            gain = np.where(gain_left, rank_score + weight * novel.mean(axis=1), -np.inf)
+            j = int(np.argmax(gain))
+            picked.append(int(pool[j]))
+            gain_left[j] = False
+            novel &= knobs != knobs[j]
+        return picked

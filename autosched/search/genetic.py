@@ -37,6 +37,7 @@ class GeneticSearcher(Searcher):
         "model_generations": (4, "with a predictor: generations per batch"),
         "model_elite": (16, "with a predictor: best-scored individuals carried to the next generation"),
         "eps_greedy": (0.05, "with a predictor: share of each batch drawn at random, unscored"),
+        "diversity": (0.0, "with a predictor: weight of knob values new to the batch against score rank"),
     }
 
     @classmethod

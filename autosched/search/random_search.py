@@ -20,6 +20,7 @@ class RandomSearcher(Searcher):
     OPTIONS: ClassVar[dict[str, tuple[Any, str]]] = {
         "n_candidates": (512, "with a predictor: fresh random candidates scored per batch (at least 4 n)"),
         "eps_greedy": (0.05, "with a predictor: share of each batch drawn at random, unscored"),
+        "diversity": (0.0, "with a predictor: weight of knob values new to the batch against score rank"),
     }
 
     @classmethod

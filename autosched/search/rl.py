@@ -42,6 +42,7 @@ class RLSearcher(Searcher):
         "sample_rounds": (8, "policy sampling rounds per batch before falling back to local mutations"),
         "n_candidates": (256, "with a predictor: policy samples ranked per batch"),
         "eps_greedy": (0.05, "with a predictor: share of each batch drawn at random, unscored"),
+        "diversity": (0.0, "with a predictor: weight of knob values new to the batch against score rank"),
     }
 
     @classmethod

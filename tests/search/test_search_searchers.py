@@ -199,6 +199,7 @@ def test_options_are_documented_and_validated(name: str) -> None:
     ("name", "option", "value"),
     [
         ("random", "eps_greedy", 1.5),
+        ("genetic", "diversity", -0.5),
         ("grid", "order", "spiral"),
         ("annealing", "cooling", 0.0),
         ("genetic", "selection", "roulette"),
@@ -256,3 +257,22 @@ def test_non_default_options_still_search(name: str, options: dict) -> None:
     budget = obj.space.size if name == "grid" else 250
     run_search(s, obj, budget, 10)
     assert s.best[1] <= obj.best_cost * 1.01
+
+
+def test_diverse_pick_trades_score_for_new_knob_values() -> None:
+    """Without diversity a guided batch is the k best scored; with it, a candidate whose knob values the
+    batch already holds gives way to one lower in the pool that brings new ones, and picks stay in the
+    4k best (`Searcher._diverse_top`)."""
+    near_best = [(0, 0, 0), (0, 0, 1), (0, 1, 0), (1, 0, 0)]
+    distinct = [(2, 2, 2), (3, 3, 3)]
+    outside_pool = [(4, 4, 4)]
+    cands = near_best + distinct + [(0, 1, 1), (1, 1, 0)] + outside_pool
+    scores = -np.arange(len(cands), dtype=float)  # listed best first
+    assert Searcher._diverse_top(cands, scores, 2, 0.0) == [0, 1]
+    picked = Searcher._diverse_top(cands, scores, 2, 1.0)
+    assert picked == [0, 4]  # (2, 2, 2) is new in every knob; (0, 0, 1) only in one
+    assert Searcher._diverse_top(cands, scores, 1, 1.0) == [0]
+    # a huge weight still picks inside the pool of 4k = 8: (4, 4, 4), 9th, is never taken
+    assert Searcher._diverse_top(cands, scores, 2, 100.0) == [0, 4]
+    three = Searcher._diverse_top(cands, scores, 3, 1.0)
+    assert three == [0, 4, 5] and len(set(three)) == 3
