@@ -109,13 +109,14 @@ def model_quality(db, w, other, target_key: str, seed: int = 0) -> dict:
 
 
 def lockstep_tasks(w, db_url: str, searchers, seeds: int, trials: int, ablate: tuple[str, ...] = (),
-                   objective: str | None = None):
+                   objective: str | None = None, unguided: tuple[str, ...] | None = None):
     """One tuner per (searcher, model, seed), all on one database and measurer. Model-guided runs
     start as `asc.tune` does (model warm-started from the other workloads' records, and the same
     operator's best schedules at other shapes measured first); searchers in `ablate` also run
     guided without those transferred schedules ("xgb-notransfer"), to show what each part brings;
     with `objective`, every searcher also runs guided by a model with that XGBoost objective
-    ("xgb-<objective>"), side by side with the tuner's own."""
+    ("xgb-<objective>"), side by side with the tuner's own. Searchers not in `unguided` (default: all)
+    skip their run without the model; random search always runs without it (the baseline)."""
     from autosched.schedule.spaces import make_space
     from autosched.search.tuner import TaskTuner, TuneOptions, make_cost_model
     from autosched.target import Target
@@ -128,7 +129,8 @@ def lockstep_tasks(w, db_url: str, searchers, seeds: int, trials: int, ablate: t
     known = {r.steps_hash: r.median for r in db.records(w.key, tgt.key, ok_only=True) if r.median}
     labels, tasks = [], {}
     for name in searchers:
-        variants = [("xgb", True, None), (None, False, None)] + \
+        plain = [(None, False, None)] if unguided is None or name in unguided or name == "random" else []
+        variants = [("xgb", True, None)] + plain + \
             ([("xgb", False, None)] if name in ablate else []) + ([("xgb", True, objective)] if objective else [])
         for model_name, transfer, obj in variants:
             label = name + ("" if model_name is None else "+xgb" if transfer else "+xgb-notransfer")
@@ -230,6 +232,8 @@ def main() -> None:
     ap.add_argument("--warm-trials", type=int, default=64)
     ap.add_argument("--ablate", nargs="*", default=[], metavar="SEARCHER",
                     help="also run these searchers guided without the transferred schedules (xgb-notransfer)")
+    ap.add_argument("--unguided", nargs="*", default=None, metavar="SEARCHER",
+                    help="searchers that also run without the model (default: all; random always does)")
     ap.add_argument("--remeasure-top", type=int, default=8,
                     help="after the runs, time each run's top N schedules again and report curves on medians (0: off)")
     ap.add_argument("--remeasure-rounds", type=int, default=3)
@@ -259,7 +263,8 @@ def main() -> None:
         r = asc.tune(ww, "cpu", a.warm_trials, db=db_url, progress=False)
         warm.append({"workload": ww.name, "key": ww.key, "trials": a.warm_trials, "best_gflops": r.best_gflops})
         print(f"warm: {ww.name} {a.warm_trials} trials, best {r.best_gflops:.1f} GFLOP/s", flush=True)
-    labels, tasks = lockstep_tasks(w, db_url, a.searchers, a.seeds, a.trials, tuple(a.ablate), a.objective)
+    labels, tasks = lockstep_tasks(w, db_url, a.searchers, a.seeds, a.trials, tuple(a.ablate), a.objective,
+                                   None if a.unguided is None else tuple(a.unguided))
     run_lockstep(tasks)
     for label in labels:
         runs = []
