@@ -30,6 +30,7 @@ os.environ.setdefault("GOMP_SPINCOUNT", "10000000")
 import argparse
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -61,7 +62,7 @@ def warm_model_accuracy(db, w, target) -> dict:
     n = warm_start(m, db, target, exclude_key=w.key)
     xs, ys = [], []
     for rec in db.records(w.key, target.key, ok_only=True):
-        f = features_of_steps(w, rec.steps_json)
+        f = features_of_steps(w, rec.steps_json, target.kind)
         if f is not None and rec.median:
             xs.append(f)
             ys.append(w.flops / rec.median)
@@ -80,13 +81,16 @@ def model_quality(db, w, other, target_key: str, seed: int = 0) -> dict:
     def data(wl):
         xs, ys = [], []
         for rec in db.records(wl.key, target_key, ok_only=True):
-            f = features_of_steps(wl, rec.steps_json)
+            f = features_of_steps(wl, rec.steps_json, target_key.split("|")[0])
             if f is not None and rec.median:
                 xs.append(f)
                 ys.append(wl.flops / rec.median)
         return np.array(xs), np.array(ys)
 
     x, y = data(w)
+    if len(y) < 10:
+        raise RuntimeError(f"only {len(y)} of {w.name}'s records on {target_key} have features and a time: "
+                           "too few to score the cost model")
     rng = np.random.default_rng(seed)
     idx = rng.permutation(len(y))
     cut = int(0.8 * len(y))
@@ -109,20 +113,21 @@ def model_quality(db, w, other, target_key: str, seed: int = 0) -> dict:
 
 
 def lockstep_tasks(w, db_url: str, searchers, seeds: int, trials: int, ablate: tuple[str, ...] = (),
-                   objective: str | None = None, unguided: tuple[str, ...] | None = None):
+                   objective: str | None = None, unguided: tuple[str, ...] | None = None, target: str = "cpu"):
     """One tuner per (searcher, model, seed), all on one database and measurer. Model-guided runs
     start as `asc.tune` does (model warm-started from the other workloads' records, and the same
     operator's best schedules at other shapes measured first); searchers in `ablate` also run
     guided without those transferred schedules ("xgb-notransfer"), to show what each part brings;
     with `objective`, every searcher also runs guided by a model with that XGBoost objective
     ("xgb-<objective>"), side by side with the tuner's own. Searchers not in `unguided` (default: all)
-    skip their run without the model; random search always runs without it (the baseline)."""
+    skip their run without the model; random search always runs without it (the baseline). `target` is
+    any `Target.parse` spec ("cpu", "cuda", "triton"): the runs measure on that device."""
     from autosched.schedule.spaces import make_space
     from autosched.search.tuner import TaskTuner, TuneOptions, make_cost_model
     from autosched.target import Target
     from autosched.tuning import RecordToDB, add_transfer_seeds, default_measurer, open_db, register, warm_start
 
-    tgt = Target.host()
+    tgt = Target.parse(target)
     db = open_db(db_url)
     register(db, w, tgt)
     measurer = default_measurer(None, None, [RecordToDB(db)], kind=tgt.kind)
@@ -241,6 +246,8 @@ def main() -> None:
 
     ap.add_argument("--objective", default=None, choices=OBJECTIVES, help="also run every searcher guided by a "
                     "model with this XGBoost objective, side by side")
+    ap.add_argument("--target", default="cpu", help="where the runs measure: cpu, cuda or triton (a GPU for the "
+                    "last two)")
     ap.add_argument("--out", default="search_efficiency", help="results stem under docs/ (.md, .json, .png)")
     a = ap.parse_args()
 
@@ -253,6 +260,7 @@ def main() -> None:
 
     w = Workload.create(a.op, *a.args)
     other = Workload.create(a.transfer_op, *a.transfer_args) if a.transfer_op else None
+    t_start = time.perf_counter()
     tmp = tempfile.mkdtemp()
     db_url = f"sqlite:///{tmp}/eff.db"
     curves, rows = {}, []
@@ -260,12 +268,14 @@ def main() -> None:
     for spec in a.warm:
         op, _, args = spec.partition(":")
         ww = Workload.create(op, *[int(v) for v in args.split(",")])
-        r = asc.tune(ww, "cpu", a.warm_trials, db=db_url, progress=False)
+        r = asc.tune(ww, a.target, a.warm_trials, db=db_url, progress=False)
         warm.append({"workload": ww.name, "key": ww.key, "trials": a.warm_trials, "best_gflops": r.best_gflops})
-        print(f"warm: {ww.name} {a.warm_trials} trials, best {r.best_gflops:.1f} GFLOP/s", flush=True)
+        print(f"warm: {ww.name} {a.warm_trials} trials, best {r.best_gflops:.1f} GFLOP/s "
+              f"({time.perf_counter() - t_start:.0f} s since start)", flush=True)
     labels, tasks = lockstep_tasks(w, db_url, a.searchers, a.seeds, a.trials, tuple(a.ablate), a.objective,
-                                   None if a.unguided is None else tuple(a.unguided))
+                                   None if a.unguided is None else tuple(a.unguided), a.target)
     run_lockstep(tasks)
+    print(f"runs done ({time.perf_counter() - t_start:.0f} s since start)", flush=True)
     for label in labels:
         runs = []
         for t in tasks[label]:
@@ -290,14 +300,16 @@ def main() -> None:
                   f"random to that level {r['random_trials_to_level']}  random's final at {r['trials_to_random_bar']}",
                   flush=True)
     if other is not None:
-        asc.tune(other, "cpu", a.trials, db=db_url, progress=False)
+        asc.tune(other, a.target, a.trials, db=db_url, progress=False)
     db = open_db(db_url)
-    quality = model_quality(db, w, other, Target.host().key)
+    tgt = Target.parse(a.target)
+    quality = model_quality(db, w, other, tgt.key)
     if warm:
-        quality.update(warm_model_accuracy(db, w, Target.host()))
+        quality.update(warm_model_accuracy(db, w, tgt))
     plot_curves({k: list(enumerate(v, 1)) for k, v in curves.items()}, HERE.parent / "docs" /
                 f"{a.out}.png", title=f"{a.op}{tuple(a.args)}: mean of {a.seeds} seeds")
-    payload = {"machine": machine(), "workload": [a.op, a.args], "trials": a.trials, "seeds": a.seeds,
+    payload = {"machine": machine(), "target": tgt.key, "workload": [a.op, a.args], "trials": a.trials,
+               "seeds": a.seeds,
                "warm": warm, "rows": rows, "curves": curves, "cost_model": quality,
                "remeasure": {"top": a.remeasure_top, "rounds": a.remeasure_rounds},
                "remeasured_rows": remeasured_rows, "remeasured_curves": remeasured}
@@ -324,7 +336,8 @@ def main() -> None:
     write_results(a.out, payload, "\n".join(lines) + f"\n\n![curves]({a.out}.png)",
                   "Search efficiency of the searchers, with and without the cost model",
                   method=(f"Command: `{command}`. "
-                          f"Workload {a.op}{tuple(a.args)}, {a.trials} trials per run, {a.seeds} seeds per "
+                          f"Workload {a.op}{tuple(a.args)} on target `{tgt.key}`, {a.trials} trials per run, "
+                          f"{a.seeds} seeds per "
                           "(searcher, model); runs share one database, so a schedule is measured once and looked "
                           "up by the others. Model-guided runs start as `asc.tune` does: the model warm-started "
                           "from the other workloads' records, and the best stored schedules of the same operator "

@@ -31,3 +31,12 @@ def test_unguided_keeps_random_search_without_the_model_as_the_baseline(tmp_path
     assert labels == ["random+xgb", "random", "genetic+xgb"]
     labels, _ = _labels(tmp_path, unguided=("genetic",), ablate=("genetic",))
     assert labels == ["random+xgb", "random", "genetic+xgb", "genetic", "genetic+xgb-notransfer"]
+
+
+def test_target_is_parsed_and_a_bad_one_is_named(tmp_path):
+    import pytest
+
+    labels, tasks = _labels(tmp_path, target="cpu")
+    assert tasks["random"][0].target.kind == "cpu"
+    with pytest.raises(ValueError, match="'tpu'"):
+        _labels(tmp_path, target="tpu")
