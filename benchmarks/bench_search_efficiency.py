@@ -77,11 +77,14 @@ def model_quality(db, w, other, target_key: str, seed: int = 0) -> dict:
     from autosched.cost_model.metrics import pairwise_accuracy, top_k_recall
     from autosched.cost_model.xgb_model import XGBModel
     from autosched.search.candidates import features_of_steps
+    from autosched.target import Target
+
+    kind = Target.parse(target_key).kind
 
     def data(wl):
         xs, ys = [], []
         for rec in db.records(wl.key, target_key, ok_only=True):
-            f = features_of_steps(wl, rec.steps_json, target_key.split("|")[0])
+            f = features_of_steps(wl, rec.steps_json, kind)
             if f is not None and rec.median:
                 xs.append(f)
                 ys.append(wl.flops / rec.median)
@@ -258,6 +261,7 @@ def main() -> None:
     from autosched.tuning import open_db, plot_curves
     from autosched.workload import Workload
 
+    tgt = Target.parse(a.target)  # a bad name is refused before any tuning
     w = Workload.create(a.op, *a.args)
     other = Workload.create(a.transfer_op, *a.transfer_args) if a.transfer_op else None
     t_start = time.perf_counter()
@@ -302,7 +306,6 @@ def main() -> None:
     if other is not None:
         asc.tune(other, a.target, a.trials, db=db_url, progress=False)
     db = open_db(db_url)
-    tgt = Target.parse(a.target)
     quality = model_quality(db, w, other, tgt.key)
     if warm:
         quality.update(warm_model_accuracy(db, w, tgt))
