@@ -50,8 +50,14 @@ async function api(path, opts) {
 }
 function cell(tr, text, cls) { const td = document.createElement("td"); td.textContent = text; if (cls) td.className = cls; tr.appendChild(td); return td; }
 function fmt(x, d) { return (x === null || x === undefined) ? "-" : Number(x).toFixed(d); }
-async function refreshJobs() {
+// The tables are rebuilt only when what they show changed: a row replaced under the pointer
+// would swallow the user's click (and a test's), so an unchanged poll leaves the DOM alone.
+let jobsShown = null, bestShown = null;
+async function refreshJobs(force) {
   const data = await api("/v1/jobs?limit=100");
+  const sig = JSON.stringify([selected, data.jobs]);
+  if (!force && sig === jobsShown) return;
+  jobsShown = sig;
   const body = $("jobs").tBodies[0]; body.textContent = "";
   for (const j of data.jobs) {
     const tr = document.createElement("tr"); tr.className = "job" + (j.id === selected ? " sel" : ""); tr.dataset.id = j.id;
@@ -64,10 +70,10 @@ async function refreshJobs() {
     const act = cell(tr, "");
     if (j.state === "queued" || j.state === "running") {
       const b = document.createElement("button"); b.textContent = "cancel";
-      b.onclick = async (ev) => { ev.stopPropagation(); try { await api("/v1/jobs/" + j.id, {method: "DELETE"}); $("msg").textContent = ""; } catch (e) { $("msg").textContent = e.message; } refreshJobs(); };
+      b.onclick = async (ev) => { ev.stopPropagation(); try { await api("/v1/jobs/" + j.id, {method: "DELETE"}); say(""); } catch (e) { say(e.message); } refreshJobs(true); };
       act.appendChild(b);
     }
-    tr.onclick = () => { selected = j.id; refreshJobs(); refreshCurve(); };
+    tr.onclick = () => { selected = j.id; refreshJobs(true); refreshCurve(); };
     body.appendChild(tr);
   }
   if (!selected && data.jobs.length) { selected = data.jobs[0].id; }
@@ -104,18 +110,26 @@ async function showSource(key, target) {
 }
 async function refreshBest() {
   const data = await api("/v1/workloads");
+  const sig = JSON.stringify(data.workloads);
+  if (sig === bestShown) return;
+  bestShown = sig;
   const body = $("best").tBodies[0]; body.textContent = "";
   for (const w of data.workloads) for (const b of w.best) {
     const tr = document.createElement("tr"); tr.className = "best";
     cell(tr, w.name); cell(tr, JSON.stringify(w.args)); cell(tr, b.target); cell(tr, fmt(b.median_ms, 4)); cell(tr, fmt(b.gflops, 2));
-    const btn = document.createElement("button"); btn.textContent = "source"; btn.onclick = () => showSource(w.key, b.target).catch(e => $("msg").textContent = e.message);
+    const btn = document.createElement("button"); btn.textContent = "source"; btn.onclick = () => showSource(w.key, b.target).catch(e => say(e.message));
     cell(tr, "").appendChild(btn); body.appendChild(tr);
   }
 }
+// A user action's message (a refused cancel) stays until the next action; the poller only
+// shows and clears its own errors, so a 401 does not vanish on the next tick.
+let pollError = false;
+function say(text) { pollError = false; $("msg").textContent = text; }
 async function tick() {
   try { const h = await api("/healthz"); $("health").textContent = h.status + " · " + h.executor + " · " + h.records + " records";
-        await refreshJobs(); await refreshCurve(); await refreshBest(); $("msg").textContent = ""; }
-  catch (e) { $("msg").textContent = e.message; }
+        await refreshJobs(); await refreshCurve(); await refreshBest();
+        if (pollError) { $("msg").textContent = ""; pollError = false; } }
+  catch (e) { $("msg").textContent = e.message; pollError = true; }
 }
 tick(); setInterval(tick, 2000);
 </script></body></html>

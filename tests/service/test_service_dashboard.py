@@ -72,6 +72,15 @@ def _wait(pred, timeout: float = 20.0, what: str = ""):
     raise AssertionError(f"timed out waiting for {what} (last error: {last})")
 
 
+def _click(find, what: str) -> None:
+    """Find and click in one retried step: a poll that changed the data rebuilds the rows, and an
+    element found just before is then stale."""
+    def attempt() -> bool:
+        find().click()
+        return True
+    _wait(attempt, what=f"a click on {what}")
+
+
 def test_dashboard_follows_a_job_and_shows_best_schedules(browser, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
 
@@ -101,26 +110,29 @@ def test_dashboard_follows_a_job_and_shows_best_schedules(browser, tmp_path: Pat
         db.close()
         _wait(lambda: "done" in row() and "8/8" in row(), what="the job done")
 
-        next(r for r in rows() if r.get_attribute("data-id") == job["id"]).click()
+        _click(lambda: next(r for r in rows() if r.get_attribute("data-id") == job["id"]), "the done job's row")
         path = _wait(lambda: browser.find_element(By.ID, "curve-path").get_attribute("d"), what="the curve")
         assert path.count("L") == 3  # 4 records: M + 3 segments
         assert "matmul" in browser.find_element(By.ID, "curve-title").text
 
         best = _wait(lambda: browser.find_elements(By.CSS_SELECTOR, "#best tbody tr"), what="best schedules")
         assert "matmul" in best[0].text and "0.1000" in best[0].text
-        best[0].find_element(By.TAG_NAME, "button").click()
+        _click(lambda: browser.find_elements(By.CSS_SELECTOR, "#best tbody tr")[0].find_element(By.TAG_NAME, "button"),
+               "the best schedule's source button")
         src = _wait(lambda: browser.find_element(By.ID, "source").text, what="the source")
         _wait(lambda: "default_function" in browser.find_element(By.ID, "source").text, what="generated C")
         assert src
 
         # cancel without a token fails visibly; with the token it cancels
         orow = lambda: next(r for r in rows() if r.get_attribute("data-id") == other["id"])  # noqa: E731
-        orow().find_element(By.TAG_NAME, "button").click()
+        _click(lambda: orow().find_element(By.TAG_NAME, "button"), "cancel without a token")
         _wait(lambda: "401" in browser.find_element(By.ID, "msg").text, what="the 401 message")
+        time.sleep(2.5)  # a poll later, the refusal is still shown: only the next action clears it
+        assert "401" in browser.find_element(By.ID, "msg").text
         tok = browser.find_element(By.ID, "token")
         tok.send_keys(TOKEN)
         browser.execute_script("document.getElementById('token').dispatchEvent(new Event('change'))")
-        orow().find_element(By.TAG_NAME, "button").click()
+        _click(lambda: orow().find_element(By.TAG_NAME, "button"), "cancel with the token")
         _wait(lambda: "cancelled" in orow().text, what="the job cancelled from the page")
         with server.client() as c:
             assert c.get(f"/v1/jobs/{other['id']}").json()["state"] == "cancelled"
