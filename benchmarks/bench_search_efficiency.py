@@ -226,6 +226,13 @@ def table_lines(rows: list[dict], trials: int) -> list[str]:
     return lines
 
 
+def print_rows(tag: str, rows: list[dict]) -> None:
+    for r in rows:
+        print(f"{tag}{r['label']:14s} final {r['final_gflops']:7.1f} GFLOP/s  95% at trial {r['trials_to_95pct']}  "
+              f"random to that level {r['random_trials_to_level']}  random's final at {r['trials_to_random_bar']}",
+              flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--op", default="matmul")
@@ -288,6 +295,7 @@ def main() -> None:
             runs.append(c[: a.trials])
         curves[label] = mean_curve(runs)
     rows = summarize(labels, tasks, curves, a.trials)
+    print_rows("", rows)  # before the re-measurement: a run cut short there still shows its raw figures
     remeasured_rows, remeasured = [], {}
     if a.remeasure_top > 0:
         flat = [t for label in labels for t in tasks[label]]
@@ -298,11 +306,7 @@ def main() -> None:
         remeasured_rows = summarize(labels, tasks, remeasured, a.trials)
         print(f"re-measured {sum(len(v) > 1 for v in samples.values())} schedules "
               f"{a.remeasure_rounds}x (each run's top {a.remeasure_top})", flush=True)
-    for tag, rs in (("", rows), ("re-measured ", remeasured_rows)):
-        for r in rs:
-            print(f"{tag}{r['label']:14s} final {r['final_gflops']:7.1f} GFLOP/s  95% at trial {r['trials_to_95pct']}  "
-                  f"random to that level {r['random_trials_to_level']}  random's final at {r['trials_to_random_bar']}",
-                  flush=True)
+    print_rows("re-measured ", remeasured_rows)
     if other is not None:
         asc.tune(other, a.target, a.trials, db=db_url, progress=False)
     db = open_db(db_url)
