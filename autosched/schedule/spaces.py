@@ -29,4 +29,7 @@ def make_space(workload: Workload, kind: str):
     """The sketch space (`.space`, `.apply(config)`) of `workload` on target kind `kind`."""
     if kind not in SPACES:
         raise ValueError(f"no search space for target {kind!r} (available: {', '.join(SPACES)})")
-    return SPACES[kind](workload)
+    space = SPACES[kind](workload)
+    # how a feature worker rebuilds this space in its own process (autosched/search/feature_pool.py)
+    space.rebuild_spec = (workload.to_json(), kind)
+    return space

@@ -7,6 +7,7 @@ once per config and shared by the model-guided searchers' predictions and by tra
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,8 +17,11 @@ from autosched.schedule.lower import lower_state
 from autosched.schedule.schedule import Schedule
 from autosched.schedule.space import SketchSpace
 from autosched.schedule.state import ScheduleError
+from autosched.search import feature_pool
 from autosched.workload import Workload
 from tuning_db.canonical import steps_hash
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -36,12 +40,19 @@ class Candidate:
 class CandidateCache:
     """config -> Candidate for one workload and space."""
 
-    def __init__(self, workload: Workload, space: SketchSpace, target_kind: str = "cpu") -> None:
+    def __init__(self, workload: Workload, space: SketchSpace, target_kind: str = "cpu",
+                 parallel: bool = True) -> None:
         self.workload = workload
         self.space = space
         self.target_kind = target_kind
         self._cache: dict[tuple[int, ...], Candidate] = {}
         self.args = [workload.dag[n] for n in workload.args_order]
+        # workers rebuild the space from what make_space was given; an expert's template has no such
+        # recipe and is made here (see feature_pool)
+        spec = getattr(space, "rebuild_spec", None)
+        self._spec: tuple[str, str] | None = spec if parallel and spec and spec[1] == target_kind else None
+        self._checked = False
+        self.made_by_workers = 0
 
     def get(self, config: tuple[int, ...]) -> Candidate:
         config = tuple(config)
@@ -63,7 +74,38 @@ class CandidateCache:
         return Candidate(config, json.dumps(steps), steps_hash(steps), extract_features(func))
 
     def features(self, configs) -> np.ndarray:
+        self.prefetch(configs)
         return np.stack([self.get(c).features for c in configs]) if configs else np.zeros((0, N_FEATURES))
+
+    def prefetch(self, configs) -> None:
+        """Make the candidates of `configs` not made yet, on the feature workers where they serve."""
+        if self._spec is None:
+            return
+        missing = list(dict.fromkeys(tuple(c) for c in configs if tuple(c) not in self._cache))
+        try:
+            made = feature_pool.make_candidates(self._spec, missing)
+        except feature_pool.WorkerFailed as exc:
+            log.warning("candidates of %s are made serially: %s", self.workload.name, exc)
+            self._spec = None
+            return
+        if made is None:
+            return
+        if not self._checked:
+            # the workers' space is a rebuild: trust it only once it agrees with ours on a config
+            mine = self._make(missing[0])
+            theirs = made[0]
+            if (mine.steps_hash, mine.error) != (theirs.steps_hash, theirs.error) or \
+                    not np.allclose(mine.features, theirs.features):
+                log.warning("the feature workers' space of %s differs from this one: made serially",
+                            self.workload.name)
+                self._spec = None
+                return
+            self._checked = True
+        if len(self._cache) + len(made) > 50_000:
+            self._cache.clear()
+        for c in made:
+            self._cache[c.config] = c
+        self.made_by_workers += len(made)
 
 
 def lowered_for_features(s: Schedule, args: list, target_kind: str):

@@ -1,0 +1,140 @@
+"""Candidates made by the feature workers are the ones the tuner would make itself.
+
+Real spawned worker processes; the checks compare against serial lowering config by config, and
+cover the ways the workers must be refused (an expert's space with no rebuild recipe, a recipe
+that rebuilds another space, one that does not rebuild at all, a bad worker count).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+
+import numpy as np
+import pytest
+
+from autosched.schedule.spaces import make_space
+from autosched.search import feature_pool
+from autosched.search.candidates import CandidateCache
+from autosched.search.tuner import TaskTuner, TuneOptions
+from autosched.target import Target
+from autosched.workload import Workload
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture
+def two_workers(monkeypatch):
+    monkeypatch.setenv("AUTOSCHED_FEATURE_WORKERS", "2")
+    monkeypatch.setattr(feature_pool, "_disabled_reason", "")
+    yield
+    feature_pool.shutdown()
+
+
+def _configs(space, n: int, seed: int = 0) -> list[tuple[int, ...]]:
+    rng = np.random.default_rng(seed)
+    return list(dict.fromkeys(space.space.sample(rng) for _ in range(n)))
+
+
+@pytest.mark.parametrize("op,args,kind", [("matmul", (64, 48, 32), "cpu"), ("softmax", (64, 128), "cpu"),
+                                          ("matmul", (128, 128, 128), "cuda")])
+def test_workers_make_the_same_candidates_as_the_caller(two_workers, op, args, kind) -> None:
+    w = Workload.create(op, *args)
+    space = make_space(w, kind)
+    configs = _configs(space, 40)
+    parallel = CandidateCache(w, space, kind)
+    feats = parallel.features(configs)
+    assert parallel.made_by_workers == len(configs)
+    serial = CandidateCache(w, make_space(w, kind), kind, parallel=False)
+    assert np.array_equal(feats, serial.features(configs))
+    for c in configs:
+        a, b = parallel.get(c), serial.get(c)
+        assert (a.steps_json, a.steps_hash, a.error) == (b.steps_json, b.steps_hash, b.error)
+
+
+def test_small_batches_and_cached_configs_stay_in_the_caller(two_workers) -> None:
+    w = Workload.create("matmul", 32, 32, 32)
+    space = make_space(w, "cpu")
+    cache = CandidateCache(w, space, "cpu")
+    few = _configs(space, feature_pool.MIN_PARALLEL - 1)
+    cache.features(few)
+    assert cache.made_by_workers == 0
+    cache.features(few + _configs(space, 40, seed=1))
+    assert 0 < cache.made_by_workers <= 40  # only the configs not made before went out
+
+
+def test_a_space_without_a_rebuild_recipe_is_made_serially(two_workers) -> None:
+    w = Workload.create("matmul", 32, 32, 32)
+    space = make_space(w, "cpu")
+    del space.rebuild_spec  # as an expert's own template space has none
+    cache = CandidateCache(w, space, "cpu")
+    cache.features(_configs(space, 40))
+    assert cache.made_by_workers == 0
+
+
+def test_a_recipe_for_another_space_is_caught_by_the_check(two_workers, caplog) -> None:
+    w = Workload.create("matmul", 64, 64, 64)
+    space = make_space(w, "cpu")
+    other = Workload.create("matmul", 64, 64, 64, "float64")  # same knobs, other bytes: other features
+    space.rebuild_spec = (other.to_json(), "cpu")
+    cache = CandidateCache(w, space, "cpu")
+    configs = _configs(space, 40)
+    feats = cache.features(configs)
+    assert cache.made_by_workers == 0
+    assert "differs" in caplog.text
+    serial = CandidateCache(w, make_space(w, "cpu"), "cpu", parallel=False)
+    assert np.array_equal(feats, serial.features(configs))
+
+
+def test_a_recipe_that_does_not_rebuild_falls_back_with_the_reason(two_workers, caplog) -> None:
+    w = Workload.create("matmul", 32, 32, 32)
+    space = make_space(w, "cpu")
+    spec = json.loads(w.to_json())
+    spec["dag"] = {"format": "no-such-format"}
+    space.rebuild_spec = (json.dumps(spec), "cpu")
+    cache = CandidateCache(w, space, "cpu")
+    configs = _configs(space, 40)
+    cache.features(configs)
+    assert cache.made_by_workers == 0
+    assert "made serially" in caplog.text
+    assert all(c in cache._cache for c in configs)
+
+
+def test_a_bad_worker_count_is_named(monkeypatch) -> None:
+    monkeypatch.setenv("AUTOSCHED_FEATURE_WORKERS", "many")
+    with pytest.raises(ValueError, match="AUTOSCHED_FEATURE_WORKERS"):
+        feature_pool.worker_count()
+
+
+class _SyntheticMeasurer:
+    """Costs from the schedule's steps alone: the same schedule always costs the same."""
+
+    def measure(self, inputs):
+        from autosched.measure.types import ErrorCode, MeasureResult
+
+        return [MeasureResult((1e-4 * (1 + int(hashlib.sha1(i.steps_json.encode()).hexdigest()[:6], 16) % 997 / 100),),
+                              ErrorCode.NO_ERROR) for i in inputs]
+
+
+def _guided_run(searcher: str) -> list[tuple[int, float]]:
+    w = Workload.create("matmul", 64, 64, 64)
+    t = TaskTuner(w, Target.parse("cpu"), _SyntheticMeasurer(), TuneOptions(32, 16, searcher, "xgb", 3))
+    while not t.done:
+        t.step()
+    return t.curve, t.cands.made_by_workers
+
+
+@pytest.mark.parametrize("searcher", ["annealing", "genetic"])
+def test_a_guided_run_is_the_same_with_and_without_workers(monkeypatch, searcher) -> None:
+    monkeypatch.setenv("AUTOSCHED_FEATURE_WORKERS", "1")
+    serial, none = _guided_run(searcher)
+    monkeypatch.setenv("AUTOSCHED_FEATURE_WORKERS", "2")
+    monkeypatch.setattr(feature_pool, "_disabled_reason", "")
+    try:
+        parallel, made = _guided_run(searcher)
+    finally:
+        feature_pool.shutdown()
+    assert none == 0 and made > 0
+    assert len(serial) == 32 and all(math.isfinite(g) for _, g in serial)
+    assert parallel == serial
