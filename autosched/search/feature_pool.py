@@ -53,6 +53,9 @@ def _get_pool() -> ProcessPoolExecutor | None:
     n = worker_count()
     if n <= 1:
         return None
+    if multiprocessing.current_process().daemon:
+        disable("this process is a daemonic worker, which may not start processes")
+        return None
     if _pool is None or _workers != n:
         shutdown()
         try:

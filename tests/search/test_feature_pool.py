@@ -117,9 +117,15 @@ class _SyntheticMeasurer:
                               ErrorCode.NO_ERROR) for i in inputs]
 
 
-def _guided_run(searcher: str) -> list[tuple[int, float]]:
+# smaller than the defaults (128 chains x 30 steps; 256 x 4 generations) to keep the test short
+SMALL_SEARCH = {"annealing": {"model_chains": 48, "model_steps": 6},
+                "genetic": {"model_population": 64, "model_generations": 2}}
+
+
+def _guided_run(searcher: str) -> tuple[list[tuple[int, float]], int]:
     w = Workload.create("matmul", 64, 64, 64)
-    t = TaskTuner(w, Target.parse("cpu"), _SyntheticMeasurer(), TuneOptions(32, 16, searcher, "xgb", 3))
+    t = TaskTuner(w, Target.parse("cpu"), _SyntheticMeasurer(),
+                  TuneOptions(32, 16, searcher, "xgb", 3, searcher_options=SMALL_SEARCH[searcher]))
     while not t.done:
         t.step()
     return t.curve, t.cands.made_by_workers
