@@ -129,4 +129,4 @@ def _worker_make(spec: tuple[str, str], configs: list[tuple[int, ...]]) -> list:
             _caches.popitem(last=False)
     else:
         _caches.move_to_end(spec)
-    return [cache.get(c) for c in configs]
+    return [cache._make(tuple(c)) for c in configs]  # the caller keeps them: a worker holds only spaces
