@@ -100,7 +100,7 @@ def main() -> None:
             print(f"{kind:6s} {searcher:10s} serial {row['serial_median_s']:6.1f} s/batch  "
                   f"{workers} workers {row['workers_median_s']:6.1f} s/batch  {row['speedup']:.2f}x  "
                   f"({time.perf_counter() - t0:.0f} s)", flush=True)
-    lines = [f"| target | searcher (guided by xgb) | serial: s per batch of 16 | {workers} workers: s per batch | "
+    lines = [f"| target | searcher (guided by xgb) | serial: s per batch | {workers} workers: s per batch | "
              "speed-up | batches timed each | candidates made by workers |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['kind']} | {r['searcher']} | {r['serial_median_s']:.1f} | {r['workers_median_s']:.1f} | "
@@ -112,7 +112,8 @@ def main() -> None:
                   "Model-guided proposal time, serial vs feature workers",
                   method=(f"Command: `{command}`. {a.op}{tuple(a.args)}, XGBoost-guided searchers with their "
                           "default options, a synthetic measurer (cost from a hash of the steps), so a batch's "
-                          f"time is the search's own. Medians over {a.rounds} rounds x {a.steps} batches; serial "
+                          f"time is the search's own. Runs of {16 * a.steps} trials (guided batches ramp up from 8); "
+                          f"medians over {a.rounds} rounds of every batch; serial "
                           "and worker runs alternate, and each pair's tuning curves were checked equal."))
 
 
