@@ -169,6 +169,8 @@ def run_lockstep(tasks: dict) -> None:
     (a shared 2-core host), and run-after-run order would hand that drift to whichever searcher
     ran during the slow minutes. The order inside a round rotates for the same reason."""
     flat = [t for group in tasks.values() for t in group]
+    total = sum(t.options.trials for t in flat)
+    t0 = time.perf_counter()
     rnd = 0
     while any(not t.done for t in flat):
         k = rnd % len(flat)
@@ -176,6 +178,9 @@ def run_lockstep(tasks: dict) -> None:
             if not t.done:
                 t.step()
         rnd += 1
+        # a run stopped at a time limit still shows how far it got and at what pace
+        print(f"round {rnd}: {sum(t.trials for t in flat)}/{total} trials ({time.perf_counter() - t0:.0f} s)",
+              flush=True)
 
 
 def summarize(labels: list[str], tasks: dict, curves: dict[str, list[float]], trials: int) -> list[dict]:
