@@ -58,13 +58,17 @@ class CandidateCache:
         config = tuple(config)
         c = self._cache.get(config)
         if c is None:
-            c = self._make(config)
-            if len(self._cache) > 50_000:
-                self._cache.clear()
-            self._cache[config] = c
+            c = self.make(config)
+            self._keep(c)
         return c
 
-    def _make(self, config: tuple[int, ...]) -> Candidate:
+    def _keep(self, c: Candidate) -> None:
+        if len(self._cache) > 50_000:
+            self._cache.clear()
+        self._cache[c.config] = c
+
+    def make(self, config: tuple[int, ...]) -> Candidate:
+        """The candidate of `config`, made now and not kept (`get` keeps it)."""
         try:
             s = self.space.apply(config)
             func = lowered_for_features(s, self.args, self.target_kind)
@@ -92,7 +96,7 @@ class CandidateCache:
             return
         if not self._checked:
             # the workers' space is a rebuild: trust it only once it agrees with ours on a config
-            mine = self._make(missing[0])
+            mine = self.make(missing[0])
             theirs = made[0]
             if (mine.steps_hash, mine.error) != (theirs.steps_hash, theirs.error) or \
                     not np.allclose(mine.features, theirs.features):
@@ -101,10 +105,8 @@ class CandidateCache:
                 self._spec = None
                 return
             self._checked = True
-        if len(self._cache) + len(made) > 50_000:
-            self._cache.clear()
         for c in made:
-            self._cache[c.config] = c
+            self._keep(c)
         self.made_by_workers += len(made)
 
 

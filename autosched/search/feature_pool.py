@@ -47,7 +47,7 @@ def worker_count() -> int:
 
 
 def _get_pool() -> ProcessPoolExecutor | None:
-    global _pool, _workers, _disabled_reason
+    global _pool, _workers
     if _disabled_reason:
         return None
     n = worker_count()
@@ -129,4 +129,4 @@ def _worker_make(spec: tuple[str, str], configs: list[tuple[int, ...]]) -> list:
             _caches.popitem(last=False)
     else:
         _caches.move_to_end(spec)
-    return [cache._make(tuple(c)) for c in configs]  # the caller keeps them: a worker holds only spaces
+    return [cache.make(tuple(c)) for c in configs]  # the caller keeps them: a worker holds only spaces
