@@ -64,7 +64,7 @@ def main() -> None:
     ap.add_argument("--out", default="bench_feature_workers")
     a = ap.parse_args()
 
-    from common import machine, write_results
+    from common import command_line, machine, write_results
 
     from autosched.search import feature_pool
 
@@ -105,7 +105,7 @@ def main() -> None:
     for r in rows:
         lines.append(f"| {r['kind']} | {r['searcher']} | {r['serial_median_s']:.1f} | {r['workers_median_s']:.1f} | "
                      f"{r['speedup']:.2f}x | {r['batches']} | {r['made_by_workers']} |")
-    command = " ".join([".venv/bin/python", "benchmarks/bench_feature_workers.py", *sys.argv[1:]])
+    command = command_line("bench_feature_workers.py")
     write_results(a.out, {"machine": machine(), "workload": [a.op, a.args], "workers": workers,
                                     "startup_s": startup_s, "rows": rows},
                   "\n".join(lines) + f"\n\nPool start and a first guided batch of matmul 64³: {startup_s:.1f} s.",

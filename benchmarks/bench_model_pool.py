@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import machine, write_results  # noqa: E402
+from common import command_line, machine, write_results  # noqa: E402
 
 import autosched as asc  # noqa: E402
 from autosched.cost_model.xgb_model import XGBModel  # noqa: E402
@@ -154,7 +154,7 @@ def main() -> None:
         lines.append(f"| {row['variant']} | {row['first_batch_mean']:.1f} | {row['guided_mean']:.1f} | "
                      f"{row['cold_best']:.1f} | {row.get('warm_guided_mean', row['guided_mean']):.1f} | "
                      f"{row['warm_best']:.1f} |")
-    command = " ".join([".venv/bin/python", "benchmarks/bench_model_pool.py", *sys.argv[1:]])
+    command = command_line("bench_model_pool.py")
     write_results("model_pool", payload, "\n".join(lines), "Cost model picks vs random picks on a measured pool",
                   method=f"Offline: every variant ranks the same measured pool (no timing here). Command: `{command}`.")
 

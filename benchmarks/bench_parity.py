@@ -123,7 +123,7 @@ def main() -> None:
         print(json.dumps(child(a.db, a.only[0], a.threads[0], a.rounds)))
         return
 
-    from common import machine, write_results
+    from common import command_line, machine, write_results
 
     import autosched as asc
     from autosched.workload import Workload
@@ -149,7 +149,7 @@ def main() -> None:
                 peers = "  ".join(f"{k[:-3]} {v:.3f}" for k, v in r.items() if k.endswith("_ms"))
                 print(f"process {p + 1}/{a.procs} {key} {threads} threads: {peers}", flush=True)
     results = {key: {threads: summary(runs[(key, threads)]) for threads in a.threads} for key in a.only}
-    command = " ".join([".venv/bin/python", "benchmarks/bench_parity.py", *sys.argv[1:]])
+    command = command_line("bench_parity.py")
     payload = {"machine": m, "tuning": tuning, "results": results,
                "runs": {f"{k}/{t}": v for (k, t), v in runs.items()}}
     write_results(a.out, payload, table(results), "Tuned softmax and layernorm against torch eager, many processes",

@@ -266,7 +266,7 @@ def main() -> None:
     ap.add_argument("--out", default="search_efficiency", help="results stem under docs/ (.md, .json, .png)")
     a = ap.parse_args()
 
-    from common import machine, write_results
+    from common import command_line, machine, write_results
 
     import autosched as asc
     from autosched.target import Target
@@ -344,7 +344,7 @@ def main() -> None:
     if "transfer_to" in q:
         lines.append(f"Trained on {a.op}, ranking {q['transfer_to']}'s records: pairwise accuracy "
                      f"{q['transfer_pairwise_accuracy']:.3f}, top-5 recall {q['transfer_top5_recall']:.2f}.")
-    command = " ".join([".venv/bin/python", "benchmarks/bench_search_efficiency.py", *sys.argv[1:]])
+    command = command_line("bench_search_efficiency.py")
     write_results(a.out, payload, "\n".join(lines) + f"\n\n![curves]({a.out}.png)",
                   "Search efficiency of the searchers, with and without the cost model",
                   method=(f"Command: `{command}`. "

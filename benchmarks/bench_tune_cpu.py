@@ -95,7 +95,7 @@ def main() -> None:
         subprocess.run([str(TVM_PY), "-m", "pip", "install", "-q", "--no-deps", "apache-tvm-ffi==0.1.14.post1"],
                        check=True)
 
-    from common import METHOD_INTERLEAVED, interleaved, machine, write_results
+    from common import METHOD_INTERLEAVED, command_line, interleaved, machine, write_results
     from cpu_peers import check_peers, peers
 
     import autosched as asc
@@ -111,7 +111,7 @@ def main() -> None:
 
     rows, curves = [], {}
     machine_at_start = machine()
-    command = " ".join([".venv/bin/python", "benchmarks/bench_tune_cpu.py", *sys.argv[1:]])
+    command = command_line("bench_tune_cpu.py")
     names = a.only or list(SUITE)
     for key in names:
         op, args = SUITE[key]

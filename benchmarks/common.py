@@ -10,6 +10,8 @@ import datetime as _dt
 import json
 import os
 import platform
+import shlex
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +19,11 @@ from pathlib import Path
 import numpy as np
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+
+def command_line(script: str) -> str:
+    """How this run was started, quoted so it can be pasted back (an empty argument shows as '')."""
+    return shlex.join([".venv/bin/python", f"benchmarks/{script}", *sys.argv[1:]])
 
 
 def machine() -> dict:
