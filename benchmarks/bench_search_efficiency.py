@@ -116,7 +116,8 @@ def model_quality(db, w, other, target_key: str, seed: int = 0) -> dict:
 
 
 def lockstep_tasks(w, db_url: str, searchers, seeds: int, trials: int, ablate: tuple[str, ...] = (),
-                   objective: str | None = None, unguided: tuple[str, ...] | None = None, target: str = "cpu"):
+                   objective: str | None = None, unguided: tuple[str, ...] | None = None, target: str = "cpu",
+                   random_trials: int | None = None):
     """One tuner per (searcher, model, seed), all on one database and measurer. Model-guided runs
     start as `asc.tune` does (model warm-started from the other workloads' records, and the same
     operator's best schedules at other shapes measured first); searchers in `ablate` also run
@@ -124,7 +125,9 @@ def lockstep_tasks(w, db_url: str, searchers, seeds: int, trials: int, ablate: t
     with `objective`, every searcher also runs guided by a model with that XGBoost objective
     ("xgb-<objective>"), side by side with the tuner's own. Searchers not in `unguided` (default: all)
     skip their run without the model; random search always runs without it (the baseline). `target` is
-    any `Target.parse` spec ("cpu", "cuda", "triton"): the runs measure on that device."""
+    any `Target.parse` spec ("cpu", "cuda", "triton"): the runs measure on that device. `random_trials`
+    (default `trials`) is the budget of random search without the model, the baseline: a longer one
+    tells how many trials it needs to reach a level the guided runs reach and it does not within `trials`."""
     from autosched.schedule.spaces import make_space
     from autosched.search.tuner import TaskTuner, TuneOptions, make_cost_model
     from autosched.target import Target
@@ -155,7 +158,8 @@ def lockstep_tasks(w, db_url: str, searchers, seeds: int, trials: int, ablate: t
                 # same GEMM seeds first, and this compares how the searchers and the model find good points
                 space = make_space(w, tgt.kind)
                 space.seeds = ()
-                t = TaskTuner(w, tgt, measurer, TuneOptions(trials, 16, name, model_name, seed, transfer=transfer),
+                budget = random_trials if (random_trials and name == "random" and model_name is None) else trials
+                t = TaskTuner(w, tgt, measurer, TuneOptions(budget, 16, name, model_name, seed, transfer=transfer),
                               known=known, model=model, space=space)
                 add_transfer_seeds(t, db)
                 t.known = known  # shared: a schedule one run measured is looked up by the others
@@ -183,9 +187,13 @@ def run_lockstep(tasks: dict) -> None:
               flush=True)
 
 
-def summarize(labels: list[str], tasks: dict, curves: dict[str, list[float]], trials: int) -> list[dict]:
+def summarize(labels: list[str], tasks: dict, curves: dict[str, list[float]], trials: int,
+              random_long: list[float] | None = None) -> list[dict]:
     """One row per (searcher, model): trials to 95% of its own final, and the same against random search
-    in three readings (random's own 95% point, the level this run reaches, random's final)."""
+    in three readings (random's own 95% point, the level this run reaches, random's final). `curves`
+    hold `trials` points each; `random_long` is random search's curve over its whole (longer) budget,
+    used only for how many trials random search needs to reach each run's level."""
+    random_long = curves["random"] if random_long is None else random_long
     rows = []
     for label in labels:
         mean = curves[label]
@@ -207,14 +215,16 @@ def summarize(labels: list[str], tasks: dict, curves: dict[str, list[float]], tr
         # the issue's test read as one level: this run reaches 95% of its final best at trial t; how many
         # trials does random search need to reach that same level (None: not within the budget)?
         level = 0.95 * r["final_gflops"]
-        r["random_trials_to_level"] = trials_to(curves["random"], 1.0, level)
+        r["random_trials_to_level"] = trials_to(random_long, 1.0, level)
+        r["random_budget"] = len(random_long)
         rt = r["random_trials_to_level"]
-        r["met_half_of_random"] = (r["trials_to_95pct"] <= trials / 2) if rt is None else \
+        # random search not there within its budget: it needs more than that many trials
+        r["met_half_of_random"] = (r["trials_to_95pct"] <= len(random_long) / 2) if rt is None else \
             (r["trials_to_95pct"] <= rt / 2)
     return rows
 
 
-def table_lines(rows: list[dict], trials: int) -> list[str]:
+def table_lines(rows: list[dict]) -> list[str]:
     lines = ["| searcher | cost model | final best (GFLOP/s, mean of seeds) | trials to 95% of own final | "
              "vs random's own 95% | at most half of it? | random's trials to that same level | at most half of it? | "
              "trials to 95% of random's final | vs random | mean of all measured candidates (GFLOP/s) | "
@@ -224,7 +234,7 @@ def table_lines(rows: list[dict], trials: int) -> list[str]:
         t, v, rt = r["trials_to_random_bar"], r["vs_random_bar"], r["random_trials_to_level"]
         lines.append(f"| {r['searcher']} | {r['model']} | {r['final_gflops']:.1f} | {r['trials_to_95pct']} | "
                      f"{r['vs_random_trials']:.2f} | {'yes' if r['met_half_of_random_own'] else 'no'} | "
-                     f"{f'> {trials}' if rt is None else rt} | "
+                     f"{'> ' + str(r['random_budget']) if rt is None else rt} | "
                      f"{'yes' if r['met_half_of_random'] else 'no'} | {'never' if t is None else t} | "
                      f"{'—' if v is None else f'{v:.2f}'} | {r['mean_candidate_gflops']:.1f} | "
                      f"{'/'.join(str(n) for n in r['transfer_seeds'])} |")
@@ -250,6 +260,9 @@ def main() -> None:
     ap.add_argument("--warm", nargs="*", default=[], metavar="OP:A,B,C",
                     help="other workloads tuned into the database first (warm start for the model)")
     ap.add_argument("--warm-trials", type=int, default=64)
+    ap.add_argument("--random-trials", type=int, default=None,
+                    help="budget of random search without the model (default: --trials); a longer one measures "
+                         "how many trials it needs to reach the guided runs' levels")
     ap.add_argument("--ablate", nargs="*", default=[], metavar="SEARCHER",
                     help="also run these searchers guided without the transferred schedules (xgb-notransfer)")
     ap.add_argument("--unguided", nargs="*", default=None, metavar="SEARCHER",
@@ -274,6 +287,8 @@ def main() -> None:
     from autosched.workload import Workload
 
     tgt = Target.parse(a.target)  # a bad name is refused before any tuning
+    if a.random_trials is not None and a.random_trials < a.trials:
+        ap.error(f"--random-trials ({a.random_trials}) must be at least --trials ({a.trials})")
     w = Workload.create(a.op, *a.args)
     other = Workload.create(a.transfer_op, *a.transfer_args) if a.transfer_op else None
     t_start = time.perf_counter()
@@ -288,27 +303,33 @@ def main() -> None:
         warm.append({"workload": ww.name, "key": ww.key, "trials": a.warm_trials, "best_gflops": r.best_gflops})
         print(f"warm: {ww.name} {a.warm_trials} trials, best {r.best_gflops:.1f} GFLOP/s "
               f"({time.perf_counter() - t_start:.0f} s since start)", flush=True)
+    random_trials = a.trials if a.random_trials is None else a.random_trials
     labels, tasks = lockstep_tasks(w, db_url, a.searchers, a.seeds, a.trials, tuple(a.ablate), a.objective,
-                                   None if a.unguided is None else tuple(a.unguided), a.target)
+                                   None if a.unguided is None else tuple(a.unguided), a.target, random_trials)
     run_lockstep(tasks)
     print(f"runs done ({time.perf_counter() - t_start:.0f} s since start)", flush=True)
     for label in labels:
         runs = []
         for t in tasks[label]:
+            n = t.options.trials
             c = [g for _, g in t.curve]
-            c += [c[-1]] * (a.trials - len(c)) if c else [0.0] * a.trials
-            runs.append(c[: a.trials])
+            c += [c[-1]] * (n - len(c)) if c else [0.0] * n
+            runs.append(c[:n])
         curves[label] = mean_curve(runs)
-    rows = summarize(labels, tasks, curves, a.trials)
+    random_long = curves["random"]
+    curves["random"] = random_long[: a.trials]  # every comparison at one budget but "trials to that level"
+    rows = summarize(labels, tasks, curves, a.trials, random_long)
     print_rows("", rows)  # before the re-measurement: a run cut short there still shows its raw figures
     remeasured_rows, remeasured = [], {}
     if a.remeasure_top > 0:
         flat = [t for label in labels for t in tasks[label]]
         samples = remeasure_tops(flat, a.remeasure_top, a.remeasure_rounds)
         for label in labels:
-            remeasured[label] = mean_curve([remeasured_curve(t.trace, samples, w.flops, a.trials)
+            remeasured[label] = mean_curve([remeasured_curve(t.trace, samples, w.flops, t.options.trials)
                                             for t in tasks[label]])
-        remeasured_rows = summarize(labels, tasks, remeasured, a.trials)
+        remeasured_long = remeasured["random"]
+        remeasured["random"] = remeasured_long[: a.trials]
+        remeasured_rows = summarize(labels, tasks, remeasured, a.trials, remeasured_long)
         print(f"re-measured {sum(len(v) > 1 for v in samples.values())} schedules "
               f"{a.remeasure_rounds}x (each run's top {a.remeasure_top})", flush=True)
     print_rows("re-measured ", remeasured_rows)
@@ -318,18 +339,21 @@ def main() -> None:
     quality = model_quality(db, w, other, tgt.key)
     if warm:
         quality.update(warm_model_accuracy(db, w, tgt))
-    plot_curves({k: list(enumerate(v, 1)) for k, v in curves.items()}, HERE.parent / "docs" /
+    plotted = {k: list(enumerate(v, 1)) for k, v in curves.items()}
+    if random_trials > a.trials:
+        plotted[f"random ({random_trials} trials)"] = list(enumerate(random_long, 1))
+    plot_curves(plotted, HERE.parent / "docs" /
                 f"{a.out}.png", title=f"{a.op}{tuple(a.args)}: mean of {a.seeds} seeds")
     payload = {"machine": machine(), "target": tgt.key, "workload": [a.op, a.args], "trials": a.trials,
-               "seeds": a.seeds,
+               "seeds": a.seeds, "random_trials": random_trials, "random_long_curve": random_long,
                "warm": warm, "rows": rows, "curves": curves, "cost_model": quality,
                "remeasure": {"top": a.remeasure_top, "rounds": a.remeasure_rounds},
                "remeasured_rows": remeasured_rows, "remeasured_curves": remeasured}
-    lines = table_lines(rows, a.trials)
+    lines = table_lines(rows)
     if remeasured_rows:
         lines += ["", f"The same runs with each run's top {a.remeasure_top} schedules timed {a.remeasure_rounds} more "
                   "times (all runs' together, rotated rounds) and every schedule valued by the upper median of its "
-                  "measurements (`benchmarks/remeasure.py`):", ""] + table_lines(remeasured_rows, a.trials)
+                  "measurements (`benchmarks/remeasure.py`):", ""] + table_lines(remeasured_rows)
     if warm:
         lines += ["", "Database before the runs (warm start for the model-guided runs): " + "; ".join(
             f"{x['workload']} ({x['trials']} trials, best {x['best_gflops']:.0f} GFLOP/s)" for x in warm) + "."]
@@ -349,6 +373,9 @@ def main() -> None:
                   "Search efficiency of the searchers, with and without the cost model",
                   method=(f"Command: `{command}`. "
                           f"Workload {a.op}{tuple(a.args)} on target `{tgt.key}`, {a.trials} trials per run, "
+                          + (f"random search without the model run on to {random_trials} trials (all comparisons "
+                             f"at {a.trials} trials but how many trials it needs to reach each run's level), "
+                             if random_trials > a.trials else "") +
                           f"{a.seeds} seeds per "
                           "(searcher, model); runs share one database, so a schedule is measured once and looked "
                           "up by the others. Model-guided runs start as `asc.tune` does: the model warm-started "
