@@ -20,11 +20,15 @@ VECTOR_BYTES_ENV = "AUTOSCHED_VECTOR_BYTES"
 VECTOR_BYTES_CHOICES = (16, 32, 64)
 
 
-@functools.lru_cache(maxsize=4)
-def native_macros(compiler: str = "cc") -> frozenset[str]:
-    """Names of the macros `compiler -march=native` predefines (empty when it cannot be asked)."""
+# extensions the renderer's vector code depends on, as `cc -dM -E` names them, with the tag each gets in keys
+VECTOR_FEATURES = (("__AVX512F__", "avx512f"), ("__AVX2__", "avx2"), ("__FMA__", "fma"), ("__AVX__", "avx"))
+
+
+@functools.lru_cache(maxsize=8)
+def predefined_macros(compiler: str = "cc", march: str = "native") -> frozenset[str]:
+    """Names of the macros `compiler -march=<march>` predefines (empty when it cannot be asked)."""
     try:
-        out = subprocess.run([compiler, "-march=native", "-dM", "-E", "-x", "c", os.devnull],
+        out = subprocess.run([compiler, f"-march={march}", "-dM", "-E", "-x", "c", os.devnull],
                              capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired):
         return frozenset()
@@ -33,9 +37,14 @@ def native_macros(compiler: str = "cc") -> frozenset[str]:
     return frozenset(line.split()[1] for line in out.stdout.splitlines() if line.startswith("#define "))
 
 
+def native_macros(compiler: str = "cc") -> frozenset[str]:
+    """Names of the macros `compiler -march=native` predefines (empty when it cannot be asked)."""
+    return predefined_macros(compiler, "native")
+
+
 @functools.lru_cache(maxsize=4)
-def native_arch(compiler: str = "cc") -> str:
-    """The ISA `-march=native` selects, as a short tag for cache keys ("znver3", "x86-64-v4"...)."""
+def native_march_name(compiler: str = "cc") -> str:
+    """The CPU name `-march=native` resolves to ("znver3", "icelake-server"...; "unknown" if not told)."""
     try:
         out = subprocess.run([compiler, "-march=native", "-Q", "--help=target"], capture_output=True, text=True,
                              timeout=20)
@@ -46,6 +55,26 @@ def native_arch(compiler: str = "cc") -> str:
         if len(parts) == 2 and parts[0] == "-march=":
             return parts[1]
     return "unknown"
+
+
+def native_arch(compiler: str = "cc") -> str:
+    """The ISA `-march=native` selects, as a short tag for target and cache keys ("znver3", "x86-64-v4"...).
+
+    The CPU name alone can hide the vector width: a compiler older than the CPU names the nearest
+    CPU it knows and adds the extensions it detects (gcc 12.2 on an AMD EPYC Zen 4 says "znver3" and
+    enables AVX-512), and a VM may mask extensions the named CPU has. Schedules tuned for one width
+    are not the best for another, so the vector extensions that differ from the named CPU's are
+    appended: "znver3+avx512f", "icelake-server-avx512f".
+    """
+    name = native_march_name(compiler)
+    if name == "unknown":
+        return name
+    native, named = native_macros(compiler), predefined_macros(compiler, name)
+    if not native or not named:
+        return name
+    added = "".join(f"+{tag}" for macro, tag in VECTOR_FEATURES if macro in native and macro not in named)
+    removed = "".join(f"-{tag}" for macro, tag in VECTOR_FEATURES if macro in named and macro not in native)
+    return name + added + removed
 
 
 def native_vector_bytes(compiler: str = "cc") -> int:
