@@ -50,7 +50,9 @@ def run_tvm(op: str, args: tuple, trials: int, ours: tuple[str, str] | None = No
     side by side with TVM's best (same process, same aligned inputs, interleaved rounds)."""
     if not TVM_PY.exists():
         return {"missing": "TVM environment not installed (run with --install-tvm)"}
-    if op not in ("matmul", "softmax"):
+    from tvm_peer import TE_OPS
+
+    if op not in TE_OPS:
         return {"missing": f"no TVM TE definition for {op} in tvm_peer.py"}
     cmd = [str(TVM_PY), str(HERE / "tvm_peer.py"), op, *map(str, args), "--trials", str(trials)]
     if ours is not None:
@@ -174,7 +176,9 @@ def table(payload: dict) -> str:
             return "—" if v is None else f"{v:.3f} ms"
         gf = r["gflop"] / (r["autosched_ms"] / 1e3)
         tv = r.get("tvm") or {}
-        tvc = (f"{tv['best_seconds']*1e3:.3f} ms ({tv['gflops']:.0f} GFLOP/s, {tv['tune_seconds']:.0f} s)"
+        # GFLOP/s from autosched's count of the workload's flops, the same numerator as ours
+        tvc = (f"{tv['best_seconds']*1e3:.3f} ms ({r['gflop'] / tv['best_seconds']:.0f} GFLOP/s, "
+               f"{tv['tune_seconds']:.0f} s{', ' + tv['target'] if 'target' in tv else ''})"
                if "best_seconds" in tv else tv.get("missing", "not run"))
         sp = f"{r['speed_vs_torch']:.2f}x" if r.get("speed_vs_torch") else "—"
         lines.append(f"| {r['workload']} | {r['autosched_ms']:.3f} ms ({gf:.0f} GFLOP/s) | {cell('numpy_ms')} | "

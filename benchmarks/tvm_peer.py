@@ -22,8 +22,11 @@ import time
 
 import numpy as np
 
+TE_OPS = ("matmul", "softmax", "dense_bias_relu", "conv2d_nchw", "layernorm")
+
 
 def te_workload(op: str, args: list[int]):
+    """TVM TE twins of autosched's operators (same inputs in the same order, same output), and flops."""
     from tvm import te
 
     if op == "matmul":
@@ -43,6 +46,44 @@ def te_workload(op: str, args: list[int]):
         s = te.compute((m,), lambda i: te.sum(e[i, k2], axis=k2), name="s")
         o = te.compute((m, n), lambda i, j: e[i, j] / s[i], name="o")
         return [x, o], 5.0 * m * n
+    if op == "dense_bias_relu":  # autosched.ops.linalg.dense_bias_relu: relu(X W^T + bias), W [N, K]
+        m, n, k = args
+        x = te.placeholder((m, k), name="X")
+        w = te.placeholder((n, k), name="W")
+        bias = te.placeholder((n,), name="bias")
+        r = te.reduce_axis((0, k), name="k")
+        d = te.compute((m, n), lambda i, j: te.sum(x[i, r] * w[j, r], axis=r), name="dense")
+        o = te.compute((m, n), lambda i, j: te.max(d[i, j] + bias[j], te.const(0, "float32")), name="out")
+        return [x, w, bias, o], 2.0 * m * n * k + 2.0 * m * n
+    if op == "conv2d_nchw":  # autosched.ops.conv.conv2d_nchw: N C H W K R S [stride [padding]], dilation 1
+        nb, c, h, wd, kf, rr, ss, *rest = args
+        stride, pad = (rest + [1, 0][len(rest):])[:2]
+        oh, ow = (h + 2 * pad - rr) // stride + 1, (wd + 2 * pad - ss) // stride + 1
+        data = te.placeholder((nb, c, h, wd), name="data")
+        kernel = te.placeholder((kf, c, rr, ss), name="kernel")
+        src = data
+        if pad:
+            src = te.compute((nb, c, h + 2 * pad, wd + 2 * pad), lambda n, ci, y, x: te.if_then_else(
+                te.all(y >= pad, y < h + pad, x >= pad, x < wd + pad), data[n, ci, y - pad, x - pad],
+                te.const(0, "float32")), name="pad")
+        rc, ry, rx = (te.reduce_axis((0, c), name="rc"), te.reduce_axis((0, rr), name="ry"),
+                      te.reduce_axis((0, ss), name="rx"))
+        conv = te.compute((nb, kf, oh, ow), lambda n, f, y, x: te.sum(
+            src[n, rc, y * stride + ry, x * stride + rx] * kernel[f, rc, ry, rx], axis=[rc, ry, rx]), name="conv")
+        return [data, kernel, conv], 2.0 * nb * kf * oh * ow * c * rr * ss
+    if op == "layernorm":  # autosched.ops.nn.layernorm: two-pass variance, eps 1e-5, gamma and beta [N]
+        m, n = args
+        x = te.placeholder((m, n), name="X")
+        gamma = te.placeholder((n,), name="gamma")
+        beta = te.placeholder((n,), name="beta")
+        k1 = te.reduce_axis((0, n), name="k1")
+        mean = te.compute((m,), lambda i: te.sum(x[i, k1] * (1.0 / n), axis=k1), name="mean")
+        k2 = te.reduce_axis((0, n), name="k2")
+        var = te.compute((m,), lambda i: te.sum((x[i, k2] - mean[i]) * (x[i, k2] - mean[i]) * (1.0 / n), axis=k2),
+                         name="var")
+        o = te.compute((m, n), lambda i, j: (x[i, j] - mean[i]) * te.rsqrt(var[i] + 1e-5) * gamma[j] + beta[j],
+                       name="out")
+        return [x, gamma, beta, o], 8.0 * m * n
     raise SystemExit(f"tvm_peer: no TE definition for {op}")
 
 
@@ -85,14 +126,17 @@ def main() -> None:
     ap.add_argument("--ours", nargs=2, metavar=("LIB", "ENTRY"), default=None,
                     help="autosched's compiled kernel to time side by side with TVM's best")
     ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--mcpu", default=None, help="LLVM CPU to tune for (default: this host's, as LLVM names it)")
     a = ap.parse_args()
     check_ffi_abi()
     tensors, flops = te_workload(a.op, a.args)
     func = te.create_prim_func(tensors).with_attr("global_symbol", "main")
     mod = tvm.IRModule({"main": func})
     cores = len(os.sched_getaffinity(0))
-    # the target BENCHMARKS.md measured TVM with on this machine (AVX-512 + FMA)
-    target = tvm.target.Target({"kind": "llvm", "mcpu": "rocketlake", "num-cores": cores})
+    # BENCHMARKS.md measured TVM with -mcpu=rocketlake on its Rocket Lake host: LLVM's name for the host
+    # CPU gives that there and the right ISA and cost tables elsewhere (znver4 on a Zen 4)
+    mcpu = a.mcpu or tvm.target.codegen.llvm_get_system_cpu()
+    target = tvm.target.Target({"kind": "llvm", "mcpu": mcpu, "num-cores": cores})
     # MetaSchedule logs (Python and C++, and its worker processes) go to stdout; send fd 1 to stderr while
     # tuning and timing so stdout carries only the JSON line
     sys.stdout.flush()
@@ -104,7 +148,8 @@ def main() -> None:
         sys.stdout.flush()
         os.dup2(stdout_fd, 1)
         os.close(stdout_fd)
-    print(json.dumps({"peer": "tvm-metaschedule", "tvm": tvm.__version__, "op": a.op, "args": a.args,
+    print(json.dumps({"peer": "tvm-metaschedule", "tvm": tvm.__version__, "target": str(target), "op": a.op,
+                      "args": a.args,
                       "trials": a.trials, "tune_seconds": tune_s, "best_seconds": med,
                       "gflops": flops / med / 1e9, "side_by_side": side}))
 
