@@ -178,7 +178,7 @@ def table(payload: dict) -> str:
         tv = r.get("tvm") or {}
         # GFLOP/s from autosched's count of the workload's flops, the same numerator as ours
         tvc = (f"{tv['best_seconds']*1e3:.3f} ms ({r['gflop'] / tv['best_seconds']:.0f} GFLOP/s, "
-               f"{tv['tune_seconds']:.0f} s{', ' + tv['target'] if 'target' in tv else ''})"
+               f"{tv['tune_seconds']:.0f} s{', -mcpu=' + tv['mcpu'] if 'mcpu' in tv else ''})"
                if "best_seconds" in tv else tv.get("missing", "not run"))
         sp = f"{r['speed_vs_torch']:.2f}x" if r.get("speed_vs_torch") else "—"
         lines.append(f"| {r['workload']} | {r['autosched_ms']:.3f} ms ({gf:.0f} GFLOP/s) | {cell('numpy_ms')} | "

@@ -148,7 +148,7 @@ def main() -> None:
         sys.stdout.flush()
         os.dup2(stdout_fd, 1)
         os.close(stdout_fd)
-    print(json.dumps({"peer": "tvm-metaschedule", "tvm": tvm.__version__, "target": str(target), "op": a.op,
+    print(json.dumps({"peer": "tvm-metaschedule", "tvm": tvm.__version__, "mcpu": mcpu, "op": a.op,
                       "args": a.args,
                       "trials": a.trials, "tune_seconds": tune_s, "best_seconds": med,
                       "gflops": flops / med / 1e9, "side_by_side": side}))
