@@ -187,6 +187,14 @@ def run_lockstep(tasks: dict) -> None:
               flush=True)
 
 
+def cut_random(curves: dict[str, list[float]], trials: int) -> list[float]:
+    """Cut random search's curve in `curves` to `trials` points, so every comparison is at one budget, and
+    return its whole (possibly longer, `--random-trials`) curve for "random's trials to that level"."""
+    whole = curves["random"]
+    curves["random"] = whole[:trials]
+    return whole
+
+
 def summarize(labels: list[str], tasks: dict, curves: dict[str, list[float]], trials: int,
               random_long: list[float] | None = None) -> list[dict]:
     """One row per (searcher, model): trials to 95% of its own final, and the same against random search
@@ -316,8 +324,7 @@ def main() -> None:
             c += [c[-1]] * (n - len(c)) if c else [0.0] * n
             runs.append(c[:n])
         curves[label] = mean_curve(runs)
-    random_long = curves["random"]
-    curves["random"] = random_long[: a.trials]  # every comparison at one budget but "trials to that level"
+    random_long = cut_random(curves, a.trials)
     rows = summarize(labels, tasks, curves, a.trials, random_long)
     print_rows("", rows)  # before the re-measurement: a run cut short there still shows its raw figures
     remeasured_rows, remeasured = [], {}
@@ -327,9 +334,7 @@ def main() -> None:
         for label in labels:
             remeasured[label] = mean_curve([remeasured_curve(t.trace, samples, w.flops, t.options.trials)
                                             for t in tasks[label]])
-        remeasured_long = remeasured["random"]
-        remeasured["random"] = remeasured_long[: a.trials]
-        remeasured_rows = summarize(labels, tasks, remeasured, a.trials, remeasured_long)
+        remeasured_rows = summarize(labels, tasks, remeasured, a.trials, cut_random(remeasured, a.trials))
         print(f"re-measured {sum(len(v) > 1 for v in samples.values())} schedules "
               f"{a.remeasure_rounds}x (each run's top {a.remeasure_top})", flush=True)
     print_rows("re-measured ", remeasured_rows)
