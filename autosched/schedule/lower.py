@@ -9,13 +9,18 @@ stage's nest, placing reduction initialisation just outside the outermost reduct
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from autosched.dtypes import promote
 from autosched.schedule import arith
-from autosched.schedule.bounds import Derived, derive
+from autosched.schedule.bounds import derive
 from autosched.schedule.ir import Allocate, Buffer, For, IfThen, Load, LoweredFunc, Stmt, Store, seq
 from autosched.schedule.loop_passes import apply_pragmas, check_parallel_nesting, walk_stmts
+from autosched.schedule.lower_info import (
+    StageInfo,
+    c_identifier,
+    combine_reduction,
+    conjunction,
+    vector_last_order,
+)
 from autosched.schedule.state import Loop, ScheduleError, Stage, State
 from autosched.te.expr import (
     Binary,
@@ -35,46 +40,6 @@ from autosched.te.tensor import ComputeOp, Tensor
 _KIND = {"parallel": "parallel", "vectorize": "vectorized", "unroll": "unrolled"}
 
 
-@dataclass
-class _Info:
-    """What lowering knows about one stage."""
-
-    stage: Stage
-    region_min: list[Expr]
-    region_ext: list[int]
-    derived: Derived
-    buffer: Buffer | None = None
-    local: bool = False
-    order: tuple[int, ...] | None = None
-    """Storage order of a local buffer's dimensions (None: the op's axis order), see `_vector_last`."""
-
-    def stored(self, dims: tuple) -> tuple:
-        """`dims` (one per op axis) in the buffer's storage order."""
-        return dims if self.order is None else tuple(dims[d] for d in self.order)
-
-
-def _vector_last(st: Stage, derived: Derived) -> tuple[int, ...] | None:
-    """The storage order putting last the dimension a local stage's vectorized loop runs along.
-
-    Why: a register tile is vectorized along the axis whose vectors its loads serve. For a
-    convolution that is the output channel (`conv.local[f, y, x]`, channels as lanes, each input value
-    broadcast): 56-wide rows are not whole 16-float vectors, 16 channels are. In the op's axis order
-    the tile's vectors would be strided (one lane per row of 14); stored channel-last they are whole
-    vectors at constant offsets, which `codegen.register_tile` keeps in registers. A local buffer is
-    private to the kernel, so its layout is free; the op's order stays wherever the vectorized
-    dimension already is last, or no single dimension is vectorized."""
-    vec = [lp for lp in st.leaf_loops if st.annotations.get(lp.name) == "vectorize" and lp.kind != "reduce"]
-    n_axis = len(st.op.axis)
-    if len(vec) != 1 or n_axis < 2:
-        return None
-    var = vec[0].var
-    dims = [d for d, lp in enumerate(st.root_loops[:n_axis])
-            if any(n is var for n in walk(derived.exprs[lp.name]))]
-    if len(dims) != 1 or dims[0] == n_axis - 1:
-        return None
-    return tuple(d for d in range(n_axis) if d != dims[0]) + (dims[0],)
-
-
 class Lowerer:
     def __init__(self, state: State, args: Sequence[Tensor], target_kind: str, name: str) -> None:
         self.state = state
@@ -86,7 +51,7 @@ class Lowerer:
         self.stages = {st.name: st for st in state.stages}
         self.order = [st.name for st in state.stages]
         self.args = self._check_args(args)
-        self.info: dict[str, _Info] = {}
+        self.info: dict[str, StageInfo] = {}
         self._busy: set[str] = set()
         self.children: dict[tuple[str, str], list[str]] = {}
         self._check_attach()
@@ -176,7 +141,7 @@ class Lowerer:
         return out
 
     # ---- bounds -------------------------------------------------------------------------------
-    def info_of(self, name: str) -> _Info:
+    def info_of(self, name: str) -> StageInfo:
         if name in self.info:
             return self.info[name]
         if name in self._busy:
@@ -192,14 +157,14 @@ class Lowerer:
         roots = {lp.name: e for lp, e in zip(st.root_loops, exts)}
         for lp, ax in zip(st.root_loops[len(shape):], st.op.reduce_axis):
             roots[lp.name] = ax.extent
-        inf = _Info(st, mins, list(exts), derive(st, roots), local=st.attach[0] == "at")
+        inf = StageInfo(st, mins, list(exts), derive(st, roots), local=st.attach[0] == "at")
         if inf.local and self.target_kind == "cpu":
-            inf.order = _vector_last(st, inf.derived)
+            inf.order = vector_last_order(st, inf.derived)
         self.info[name] = inf
         self._busy.discard(name)
         return inf
 
-    def coords(self, inf: _Info) -> dict[IterVar, Expr]:
+    def coords(self, inf: StageInfo) -> dict[IterVar, Expr]:
         """The op's axes as expressions of the stage's loops (global tensor coordinates)."""
         st, op = inf.stage, inf.stage.op
         out: dict[IterVar, Expr] = {}
@@ -271,7 +236,7 @@ class Lowerer:
         inf = self.info_of(name) if not st.is_placeholder else None
         if inf is not None and inf.buffer is not None:
             return inf.buffer
-        cname = self._unique_name(_c_ident(name))
+        cname = self._unique_name(c_identifier(name))
         if name in self.args:
             buf = Buffer(cname, tuple(st.op.shape), st.op.dtype, "param", name)
         elif st.is_placeholder:
@@ -334,7 +299,7 @@ class Lowerer:
             guards += self._bound_guards(st, inf, coords)
         reducer = op.body.reducer if isinstance(op.body, Reduce) else None
         if reducer is not None:
-            value = _combine(reducer, Load(buf, store_idx), value)
+            value = combine_reduction(reducer, Load(buf, store_idx), value)
         main = Store(buf, store_idx, value)
         init = Store(buf, store_idx, reducer.identity(op.dtype)) if reducer is not None else None
         leaves = st.leaf_loops
@@ -353,7 +318,7 @@ class Lowerer:
             if p == len(loops):
                 body: Stmt = init if is_init else main
                 if preds:
-                    body = IfThen(_and(preds), body)
+                    body = IfThen(conjunction(preds), body)
                 out.append(body)
                 return out
             lp = loops[p]
@@ -378,7 +343,7 @@ class Lowerer:
                 child = item[1]
                 body = Allocate(self.buffer_of(child), seq([self.emit_stage(child), body]))
             if guards_here:
-                body = IfThen(_and(guards_here), body)
+                body = IfThen(conjunction(guards_here), body)
             kind = _KIND.get(st.annotations.get(lp.name, ""), "serial")
             if is_init and kind == "parallel":
                 kind = "serial"
@@ -395,7 +360,7 @@ class Lowerer:
         stmt = seq(build(0, guards, False))
         return apply_pragmas(st, stmt)
 
-    def _bound_guards(self, st: Stage, inf: _Info, coords: dict[IterVar, Expr]) -> list[Expr]:
+    def _bound_guards(self, st: Stage, inf: StageInfo, coords: dict[IterVar, Expr]) -> list[Expr]:
         """Guards keeping a region that overhangs the tensor inside it."""
         out = []
         ranges = {}
@@ -429,38 +394,6 @@ class Lowerer:
             stmt = Allocate(buf, stmt)
         check_parallel_nesting(stmt, None)
         return LoweredFunc(self.name, params, stmt)
-
-
-def _combine(reducer, acc: Expr, value: Expr) -> Expr:
-    c = reducer.combine
-    if isinstance(c, Binary) and c.a is reducer.lhs and c.b is reducer.rhs:
-        return Binary(c.op, acc, value, promote(acc.dtype, value.dtype))
-    return _retype(substitute(c, {reducer.lhs: acc, reducer.rhs: value}))
-
-
-def _retype(e: Expr) -> Expr:
-    def fn(x: Expr) -> Expr | None:
-        if isinstance(x, Binary) and x.dtype != "bool":
-            a, b = x.a, x.b
-            if isinstance(a, Const):
-                a = Const(a.value, b.dtype)
-            if isinstance(b, Const):
-                b = Const(b.value, a.dtype)
-            return Binary(x.op, a, b, promote(a.dtype, b.dtype))
-        return None
-
-    return transform(e, fn)
-
-
-def _and(preds: list[Expr]) -> Expr:
-    out = preds[0]
-    for p in preds[1:]:
-        out = Binary("and", out, p, "bool")
-    return out
-
-
-def _c_ident(name: str) -> str:
-    return name.replace(".", "_")
 
 
 def lower_state(state: State, args: Sequence[Tensor], target_kind: str = "cpu",

@@ -198,7 +198,7 @@ class SketchSpace:
             vector_axis = None
             if lanes_along is not None and v[lanes_along] == "channel":
                 # the channels become the tile's lanes (its local buffer is stored channel-last, see
-                # `lower._vector_last`); the output stage still writes whole rows
+                # `lower_info.vector_last_order`); the output stage still writes whole rows
                 vector_axis = acc_op.axis[chan]
                 sp = sp[:chan] + sp[chan + 1:] + [sp[chan]]
             s[lname].reorder(*r_out, *r_in, *sp)
