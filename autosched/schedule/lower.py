@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from autosched.schedule import arith
 from autosched.schedule.bounds import derive
 from autosched.schedule.ir import Allocate, Buffer, For, IfThen, Load, LoweredFunc, Stmt, Store, seq
+from autosched.schedule.loop_partition import partition_loops
 from autosched.schedule.loop_passes import apply_pragmas, check_parallel_nesting, walk_stmts
 from autosched.schedule.lower_info import (
     StageInfo,
@@ -393,6 +394,8 @@ class Lowerer:
         for buf in reversed(temps):
             stmt = Allocate(buf, stmt)
         check_parallel_nesting(stmt, None)
+        if self.target_kind == "cpu":
+            stmt = partition_loops(stmt)
         return LoweredFunc(self.name, params, stmt)
 
 

@@ -49,7 +49,7 @@ def map_stmt(s: Stmt, fe: Callable[[Expr], Expr], fs: Callable[[Store], Store] |
     if isinstance(s, For):
         var = fvar.get(s.var, s.var) if fvar else s.var
         return For(var, fe(s.extent), s.kind, map_stmt(s.body, fe, fs, fvar), s.loop_name, s.stage, s.unroll,
-                   s.thread_tag)
+                   s.thread_tag, s.streaming)
     if isinstance(s, IfThen):
         return IfThen(fe(s.cond), map_stmt(s.body, fe, fs, fvar))
     if isinstance(s, Allocate):

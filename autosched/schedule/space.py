@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from autosched.schedule.knobs import ConfigSpace, Knob
 from autosched.schedule.schedule import Schedule
-from autosched.schedule.space_seeds import GemmStage, channel_axis, gemm_seeds, pack_layout
+from autosched.schedule.space_seeds import ROW_TILES, GemmStage, channel_axis, gemm_seeds, pack_layout
 from autosched.te.dag import ComputeDAG
 from autosched.te.expr import Call, Cast, IterVar, Reduce, Select, TensorRead, walk
 from autosched.te.tensor import ComputeOp, Tensor
@@ -38,8 +38,13 @@ def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def factorizations(n: int, max_inner: int, max_middle: int) -> list[tuple[int, int]]:
-    """(middle, inner) pairs whose product divides `n`: the split points of a 3-level tile."""
+def factorizations(n: int, max_inner: int, max_middle: int,
+                   ragged_inner: tuple[int, ...] = ()) -> list[tuple[int, int]]:
+    """(middle, inner) pairs whose product divides `n`: the split points of a 3-level tile.
+
+    `ragged_inner` adds inner factors that do not divide `n` (a register tile of 6 rows on 1024), each
+    with the middle factors dividing its tile count: only the last tile is partial, and lowering peels
+    it off (`loop_partition`) so that every other tile runs without bounds."""
     out = []
     for inner in divisors(n):
         if inner > max_inner:
@@ -47,6 +52,10 @@ def factorizations(n: int, max_inner: int, max_middle: int) -> list[tuple[int, i
         for mid in divisors(n // inner):
             if mid <= max_middle:
                 out.append((mid, inner))
+    for inner in ragged_inner:
+        if n % inner == 0 or inner >= n or inner > max_inner:
+            continue
+        out.extend((mid, inner) for mid in divisors(-(-n // inner)) if mid <= max_middle)
     return out
 
 
@@ -151,8 +160,9 @@ class SketchSpace:
         tile_knobs = []
         for d, ax in enumerate(op.axis):
             wide = d in (n_sp - 1, chan)  # an axis the register tile may take its lanes along
+            rows = d == n_sp - 2 and not wide  # the register tile's rows: also the row tiles that do not divide
             tile_knobs.append(self._knob(f"{name}.tile.{ax.name}", factorizations(
-                ax.extent, 64 if wide else 16, 256), "tile"))
+                ax.extent, 64 if wide else 16, 256, ROW_TILES if rows else ()), "tile"))
         red_knobs = [self._knob(f"{name}.tile.{ax.name}", [d for d in divisors(ax.extent) if d <= 512], "tile")
                      for ax in acc_op.reduce_axis]
         unroll = self._knob(f"{name}.unroll", UNROLL_CHOICES, "unroll")

@@ -24,15 +24,27 @@ from autosched.te.expr import IterVar, TensorRead, walk
 from autosched.te.tensor import ComputeOp
 
 MAX_ACCUMULATOR_VECTORS = 16
-"""Register tile budget: half the 32 zmm (or all 16 ymm) registers, leaving room for the B vectors and
-the broadcast A value. Measured on matmul 1024^3 (AVX-512): 6x32 and 8x32 tiles 241-255 GFLOP/s,
-10x32 and 12x32 (20-24 accumulators) 145."""
+"""Register tile budget with 32 vector registers (AVX-512): half of them, leaving room for the B
+vectors and the broadcast A value. Measured on matmul 1024^3 (AVX-512): 6x32 and 8x32 tiles 241-255
+GFLOP/s, 10x32 and 12x32 (20-24 accumulators) 145."""
+MAX_ACCUMULATOR_VECTORS_16_REGISTERS = 12
+"""Register tile budget with 16 vector registers (AVX2's ymm): 12 accumulators, 2 B vectors and the
+broadcast. Measured on matmul 1024^3 on a Zen 3 (AVX2, 2 cores, 2026-12-06, side by side): 6x16
+(12 accumulators) 141 GFLOP/s, 8x16 (16) 101, 8x8 (8) 91, 4x16 (8) 95; torch 139."""
+
+
+def accumulator_budget(lanes: int) -> int:
+    """Accumulator vectors a register tile may hold on a host with `lanes` float32 lanes per vector: 32
+    registers come with 16 lanes (AVX-512), 16 with 8 (AVX2) or 4 (SSE, NEON's budget kept as low)."""
+    return MAX_ACCUMULATOR_VECTORS if lanes >= 16 else MAX_ACCUMULATOR_VECTORS_16_REGISTERS
 CHANNEL_TILE_VECTORS = 14
 """Accumulator budget of a channel-vectorized tile (`channel_seeds`). Measured on conv2d N1 C64 56x56
 K64 3x3 (AVX-512, 2026-12-04): 16 channels x 14 columns 0.78-0.82 ms, x 8 columns (16 accumulators)
 1.00; 32 channels x 7 columns 0.97, x 4 columns 0.99 (torch eager 0.80-0.84)."""
 ROW_TILES = (8, 6, 4)
-"""Rows of the register tile tried, in order (each with two vectors of columns; 4 also with four)."""
+"""Rows of the register tile tried, in order (each with two vectors of columns; 4 also with four). A
+row tile need not divide the rows: the space offers the ones that do not as ragged tiles
+(`space.factorizations`), whose partial last tile lowering peels off."""
 
 
 @dataclass(frozen=True)
@@ -130,13 +142,14 @@ def gemm_seeds(stages: list[GemmStage], knob_choices: dict[str, tuple], lanes: i
     base = {k: c[0] for k, c in knob_choices.items()}
     seeds: list[dict[str, Any]] = []
     shapes = [(mr, 2 * lanes) for mr in ROW_TILES] + [(4, 4 * lanes)]
+    budget = accumulator_budget(lanes)
     for mr, nr in shapes:
-        if m % mr or n % nr or mr * nr // lanes > MAX_ACCUMULATOR_VECTORS:
+        if mr >= m or n % nr or mr * nr // lanes > budget:
             continue
         v = dict(base)
         for kn in st.tile_knobs[:-2]:
             v[kn] = (1, 1)  # batch axes stay outer (parallel)
-        v[st.tile_knobs[-2]] = (_largest_divisor_at_most(m // mr, 256), mr)  # all rows of a panel
+        v[st.tile_knobs[-2]] = (_largest_divisor_at_most(-(-m // mr), 256), mr)  # all rows of a panel
         v[st.tile_knobs[-1]] = (1, nr)  # one panel of nr columns per parallel task
         v[st.red_knobs[0]] = 1
         v[st.unroll_knob] = 0

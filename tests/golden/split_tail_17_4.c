@@ -31,10 +31,13 @@ static inline asc_f64x8 asc_max_asc_f64x8(asc_f64x8 a, asc_f64x8 b) { asc_i64x8 
 static inline asc_f64x8 asc_min_asc_f64x8(asc_f64x8 a, asc_f64x8 b) { asc_i64x8 m = a < b; return (asc_f64x8)((m & (asc_i64x8)a) | (~m & (asc_i64x8)b)); }
 __attribute__((visibility("default"))) int default_function(float* restrict X, float* restrict Y) {
   asc_error = 0;
-  for (int32_t i_outer = 0; i_outer < 5; ++i_outer) {
-    for (int32_t i_inner = 0; i_inner < ((4) < ((17 - (i_outer * 4))) ? (4) : ((17 - (i_outer * 4)))); ++i_inner) {
+  for (int32_t i_outer = 0; i_outer < 4; ++i_outer) {
+    for (int32_t i_inner = 0; i_inner < 4; ++i_inner) {
       Y[((i_outer * 4) + i_inner)] = ((X[((i_outer * 4) + i_inner)] * 2.0f) + 1.0f);
     }
+  }
+  for (int32_t i_inner_2 = 0; i_inner_2 < 1; ++i_inner_2) {
+    Y[(i_inner_2 + 16)] = ((X[(i_inner_2 + 16)] * 2.0f) + 1.0f);
   }
   return asc_error;
 }

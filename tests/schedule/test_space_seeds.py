@@ -10,6 +10,7 @@ import pytest
 
 import autosched as asc
 from autosched.codegen.host_isa import VECTOR_BYTES_ENV
+from autosched.schedule.space_seeds import accumulator_budget
 from autosched.schedule.spaces import make_space
 from autosched.search.tuner import TaskTuner, TuneOptions
 from autosched.target import Target
@@ -38,10 +39,23 @@ def test_gemm_seeds_pack_b_in_panels_of_two_vectors_and_match_numpy(monkeypatch,
         mid, nr = v["C.tile.j"]
         assert mid == 1 and nr in (2 * lanes, 4 * lanes)
         mr = v["C.tile.i"][1]
-        assert mr * nr // lanes <= 16  # accumulators fit the register file
+        assert mr * nr // lanes <= accumulator_budget(lanes)  # accumulators fit the register file
         assert {k for k, x in v.items() if ".pack." in k and x} == {"C.pack.B"}  # the right operand
         assert v["C.outer_order"] == "reversed"
         assert _run(w, space.apply(space.space.index_of(v))) < 1e-3
+
+
+def test_avx2_seeds_use_the_ragged_six_row_tile(monkeypatch) -> None:
+    """16 ymm registers: 6x16 (12 accumulators) is the AVX2 tile, offered although 6 does not divide
+    64 rows (its last tile is peeled off by lowering); 8x16 (16 accumulators) is not a seed there."""
+    monkeypatch.setenv(VECTOR_BYTES_ENV, "32")
+    w = Workload.create("matmul", 64, 96, 128)
+    space = make_space(w, "cpu")
+    tiles = {(v["C.tile.i"][1], v["C.tile.j"][1]) for v in space.seeds}
+    assert (6, 16) in tiles and (8, 16) not in tiles
+    six = next(v for v in space.seeds if v["C.tile.i"][1] == 6)
+    assert six["C.tile.i"] == (11, 6)  # one block of all 11 tiles (66 rows, the last has 4)
+    assert _run(w, space.apply(space.space.index_of(six))) < 1e-3
 
 
 def test_seeds_depend_on_the_host_vector_width(monkeypatch) -> None:

@@ -1,0 +1,109 @@
+"""Loop partitioning (`autosched.schedule.loop_partition`): a split that does not divide its extent
+peels its last tile off, so the other tiles run with constant trip counts (register tiles as named
+vector variables) and no guards; results stay exactly those of the numpy reference."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sched_helpers import check, op
+
+import autosched as asc
+from autosched import te
+from autosched.schedule import arith
+from autosched.schedule.ir import For, IfThen
+from autosched.schedule.loop_partition import partition_loops
+from autosched.schedule.loop_passes import walk_stmts
+from autosched.te.expr import Binary, walk
+
+
+def _register_tile_matmul(m: int, n: int, k: int, mr: int, nr: int, pack: bool = True):
+    """The CPU GEMM structure of the seeds: packed B panels of nr columns, an mr x nr register tile."""
+    A, B, C = op("matmul", m, n, k)
+    s = asc.create_schedule(C)
+    cl = s.cache_write(C, "local")
+    i, j = s[C].op.axis
+    jo, ji = s[C].split(j, factor=nr)
+    io, ii = s[C].split(i, factor=mr)
+    s[C].reorder(jo, io, ii, ji)
+    s[C].parallel(jo)
+    s[C].unroll(ii)
+    s[C].vectorize(ji)
+    s[cl].compute_at(s[C], io)
+    ci, cj = s[cl].op.axis
+    (ck,) = s[cl].op.reduce_axis
+    s[cl].reorder(ck, ci, cj)
+    s[cl].unroll(ci)
+    s[cl].vectorize(cj)
+    if pack:
+        bp = s.cache_read(B, "global", [cl])
+        s[bp].compute_at(s[C], jo)
+    return s, [A, B, C]
+
+
+def _has_min_or_guard(stmt) -> bool:
+    for node in walk_stmts(stmt):
+        if isinstance(node, IfThen):
+            return True
+        if isinstance(node, For) and any(isinstance(x, Binary) and x.op == "min" for x in walk(node.extent)):
+            return True
+    return False
+
+
+def test_ragged_register_tile_peels_the_last_rows_and_keeps_named_registers() -> None:
+    """Rows of 50 in tiles of 6: eight whole tiles run as 12 named vector accumulators with no bound;
+    the peeled ninth tile has two rows (4 accumulators); every element matches numpy."""
+    s, args = _register_tile_matmul(50, 32, 40, 6, 16)
+    f = check(s, args)
+    body = f.source.split("int default_function(", 1)[1]
+    assert "i_outer < 8;" in body
+    assert "asc_reg_C_local_88" in body  # the 12th accumulator of a whole 6x16 tile
+    assert "#pragma GCC unroll" not in body and " ? " not in body  # no variable trip counts left
+    assert len(re.findall(r"asc_f32x8 asc_reg_C_local_0 = ", body)) == 2  # the main tile and the peeled one
+
+
+def test_ragged_rows_and_columns_both_peel() -> None:
+    """Tails along both axes of an element-wise op: the main part has no guard, each tail its own."""
+    A = te.placeholder((37, 45), "A")
+    B = te.compute((37, 45), lambda i, j: te.maximum(A[i, j], 0.0), "B")
+    s = asc.create_schedule(B)
+    i, j = s[B].op.axis
+    io, ii = s[B].split(i, factor=4)
+    jo, ji = s[B].split(j, factor=8)
+    s[B].reorder(io, jo, ii, ji)
+    s[B].unroll(ii)
+    s[B].vectorize(ji)
+    check(s, [A, B])
+    body = asc.lower(s, [A, B]).body
+    assert isinstance(body.stmts[0], For) and arith.const_value(body.stmts[0].extent) == 9  # 9 whole row tiles
+    main = body.stmts[0].body
+    assert isinstance(main.stmts[0], For) and arith.const_value(main.stmts[0].extent) == 5  # 5 whole panels
+    assert not _has_min_or_guard(main.stmts[0])
+
+
+def test_the_pass_alone_and_its_budget(monkeypatch) -> None:
+    """Lowered without the pass, the nest has bounds; the pass removes them from the main part, and a
+    budget of zero partitions leaves the nest unchanged."""
+    import autosched.schedule.lower as lower_mod
+
+    s, args = _register_tile_matmul(50, 32, 40, 6, 16, pack=False)
+    monkeypatch.setattr(lower_mod, "partition_loops", lambda stmt: stmt)
+    raw = asc.lower(s, args).body
+    assert _has_min_or_guard(raw)
+    assert partition_loops(raw, max_partitions=0) is not None and _has_min_or_guard(partition_loops(raw, 0))
+    parted = partition_loops(raw)
+    rows = [x for x in walk_stmts(parted) if isinstance(x, For) and x.loop_name == "i.outer"]
+    assert [arith.const_value(x.extent) for x in rows] == [8]  # 8 whole tiles; the 9th is peeled, no loop
+    assert not _has_min_or_guard(rows[0])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(m=st.integers(3, 29), n=st.integers(1, 4), k=st.integers(1, 9), mr=st.integers(2, 8),
+       nr_vectors=st.integers(1, 2), pack=st.booleans())
+def test_random_ragged_register_tiles_match_numpy(m, n, k, mr, nr_vectors, pack) -> None:
+    """Any rows and tile heights, whole and ragged column panels: partitioned kernels equal numpy."""
+    nr = 8 * nr_vectors
+    s, args = _register_tile_matmul(m, n * 8 + (3 if n % 2 else 0), k, mr, nr, pack)
+    check(s, args)
