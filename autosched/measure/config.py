@@ -14,7 +14,8 @@ from dataclasses import dataclass
 class RunnerConfig:
     """Timing and checking settings.
 
-    number: calls per repeat (raised adaptively until a repeat lasts `min_repeat_ms`).
+    number: calls per repeat (raised adaptively until a repeat lasts `min_repeat_ms`; 1, with one
+        warm-up call, when a single call lasts the floor).
     repeat: repeats; each gives one cost (seconds per call), the median is reported.
     min_repeat_ms: floor on the duration of one repeat; 0 keeps `number` as given.
     timeout: seconds one candidate may take on the device (check + timing) before it is killed.

@@ -59,7 +59,7 @@ class Searcher(ABC):
         self.explore_floor = 0.0
         """Least share of a guided batch drawn at random; the tuner raises it while the predictor
         knows only other workloads' records (unvalidated transfer), so one batch cannot all go
-        where a misleading model points."""
+        where a misleading model points, and to 1 (no guided picks) while it knows nothing."""
         self.options: dict[str, Any] = self._resolve_options(options or {})
         self._measured: dict[Config, float] = {}
         self._history: list[tuple[Config, float]] = []
@@ -145,7 +145,8 @@ class Searcher(ABC):
             return []
         out = self._take_seeds(n)
         chosen = set(out)
-        for c in (self._propose(n - len(out)) if len(out) < n else ()):
+        guided = len(out) < n and self.explore_floor < 1.0  # a floor of 1: the whole batch at random
+        for c in (self._propose(n - len(out)) if guided else ()):
             if len(out) == n:
                 break
             c = tuple(int(i) for i in c)

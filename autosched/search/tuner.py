@@ -167,6 +167,11 @@ class TaskTuner:
         if self.model is not None:
             transferred_only = self.model.is_trained and self.model.count_group(self.workload.key) == 0
             self.searcher.explore_floor = TRANSFER_EXPLORE_SHARE if transferred_only else 0.0
+            if not self.model.is_trained:
+                # an untrained model scores by a hash of the features: evolving candidates on it
+                # collapses the batch onto one family (13 of 14 trials of matmul 1024^3's first batch
+                # were one scalar tile, 1.2 s a call, 2026-12-06); measure random configs, as Ansor does
+                self.searcher.explore_floor = 1.0
         configs = self.searcher.propose(n)
         if not configs:
             return 0

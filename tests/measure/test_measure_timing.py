@@ -41,6 +41,18 @@ def test_min_repeat_ms_raises_number_until_the_floor_is_met() -> None:
     assert res.number < 2000  # the jump goes near the estimate, not wildly past it
 
 
+def test_a_kernel_slower_than_the_floor_runs_once_per_repeat_after_one_warmup() -> None:
+    """A call of 0.8 s against a 30 ms floor: 1 warm-up + 3 repeats of 1 call (3.2 s), not 2 + 3 x 3
+    (8.8 s, most of a 10 s timeout)."""
+    k = FakeKernel(0.8)
+    res = time_evaluator(k, number=3, repeat=3, min_repeat_ms=30.0, warmup=2, clock=k.clock)
+    assert res.number == 1 and k.calls == 1 + 3
+    assert all(c == pytest.approx(0.8) for c in res.costs)
+    fast = FakeKernel(1e-3)  # under the floor: both warm-ups, then batched repeats as before
+    res = time_evaluator(fast, number=3, repeat=3, min_repeat_ms=30.0, warmup=2, clock=fast.clock)
+    assert res.number * 1e-3 * 1e3 >= 30.0 and fast.calls >= 2 + 3 * res.number
+
+
 def test_max_number_caps_growth() -> None:
     k = FakeKernel(0.0)  # a zero-cost call can never meet the floor
     res = time_evaluator(k, number=1, repeat=1, min_repeat_ms=1.0, warmup=0, max_number=1000, clock=k.clock)
