@@ -7,7 +7,7 @@ pays for the tail of one. Splitting `i_outer` into a main loop over the iteratio
 bound provably holds (its `min`s fold to constants and its guards vanish) and a tail loop for the rest
 gives the main loop the code of a dividing split; only the tail keeps the guards. This is TVM's
 `LoopPartition`. On a Zen 3 host (AVX2, 2 cores, 2026-12-06) it turns the 6x16 register tile of matmul
-1024^3 from 67 to the speed of the same tile on 1020 rows (140 GFLOP/s against torch's 140); without
+1024^3 from 67 to the speed of the same tile on 1020 rows (141 GFLOP/s against torch's 139); without
 it 6x16, the tile that fits AVX2's 16 vector registers, was unusable on sizes it does not divide.
 
 Proofs use `arith.numeric_range` over loop ranges (a variable of extent n runs over [0, n-1]); what
