@@ -36,6 +36,12 @@ _VALID_CACHE_LIMIT = 1_000_000
 DIVERSITY_POOL_FACTOR = 4
 """With the ``diversity`` option, a guided batch of k is picked from the 4k best-scored candidates."""
 
+UNBUILDABLE_SCORE = -1e9
+"""What a predictor scores a config whose schedule fails to instantiate (the tuner's `_predict`)."""
+
+RANDOM_BUILDABLE_POOL = 4
+"""A random batch of k while the model knows nothing is drawn from 4k random configs that build."""
+
 
 class Searcher(ABC):
     """Propose batches of configs, learn from their costs (seconds; lower is better; +inf = failed)."""
@@ -146,6 +152,9 @@ class Searcher(ABC):
         out = self._take_seeds(n)
         chosen = set(out)
         guided = len(out) < n and self.explore_floor < 1.0  # a floor of 1: the whole batch at random
+        if not guided and len(out) < n and self.predictor is not None:
+            out.extend(self._random_buildable(n - len(out), chosen))
+            chosen.update(out)
         for c in (self._propose(n - len(out)) if guided else ()):
             if len(out) == n:
                 break
@@ -233,6 +242,16 @@ class Searcher(ABC):
     def _finite_measured(self) -> list[tuple[Config, float]]:
         """Measured configs with finite cost, best first."""
         return sorted(((c, v) for c, v in self._measured.items() if math.isfinite(v)), key=lambda x: x[1])
+
+    def _random_buildable(self, k: int, exclude: set[Config]) -> list[Config]:
+        """``k`` random fresh configs whose schedules build, in random order: the predictor (which
+        makes each candidate) scores one that fails at `UNBUILDABLE_SCORE`. A random batch picked
+        without this check spent 24 of softmax's 200 trials on schedules that do not instantiate."""
+        pool = self._random_fresh(RANDOM_BUILDABLE_POOL * k, set(exclude))
+        if not pool:
+            return []
+        builds = self._score(pool) > UNBUILDABLE_SCORE
+        return [c for c, ok in zip(pool, builds) if ok][:k]
 
     def _random_fresh(self, k: int, exclude: set[Config] | None = None) -> list[Config]:
         """``k`` random fresh configs (fewer only if the space runs dry).

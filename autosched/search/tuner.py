@@ -17,6 +17,7 @@ import numpy as np
 
 from autosched.measure.types import ErrorCode, MeasureInput, MeasureResult
 from autosched.schedule.spaces import make_space
+from autosched.search.base import UNBUILDABLE_SCORE
 from autosched.search.candidates import CandidateCache
 from autosched.search.registry import make_searcher
 from autosched.target import Target
@@ -151,7 +152,7 @@ class TaskTuner:
         feats = self.cands.features(list(configs))
         scores = self.model.predict(feats)
         bad = [not self.cands.get(c).ok for c in configs]
-        scores = np.where(bad, -1e9, scores)
+        scores = np.where(bad, UNBUILDABLE_SCORE, scores)
         return scores
 
     @property

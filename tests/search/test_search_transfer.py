@@ -99,3 +99,40 @@ def test_keep_only_group_retrains_on_that_group() -> None:
     assert m.n_samples == 10 and m.is_trained
     m.keep_only_group("missing")
     assert m.n_samples == 0 and not m.is_trained
+
+
+def test_a_floor_of_one_picks_random_buildable_configs_without_the_guided_proposer() -> None:
+    """While the model knows nothing the whole batch is random, and configs the predictor marks as
+    failing to build (`UNBUILDABLE_SCORE`) are left out."""
+    from autosched.search.base import UNBUILDABLE_SCORE
+    from autosched.search.genetic import GeneticSearcher
+
+    space = TaskTuner(W, Target.parse("cpu"), None, TuneOptions(1, 1, "random", None)).space.space
+    scored: list[int] = []
+
+    def predictor(cs):
+        scored.append(len(cs))
+        return np.array([UNBUILDABLE_SCORE if c[0] % 2 else 0.0 for c in cs])
+
+    s = GeneticSearcher(space, seed=0, predictor=predictor)
+    s.explore_floor = 1.0
+    s._propose = lambda n: pytest.fail("the guided proposer ran with a floor of 1")
+    batch = s.propose(8)
+    assert len(batch) == 8 and len(set(batch)) == 8
+    assert all(c[0] % 2 == 0 for c in batch)  # only buildable ones
+    assert scored and scored[0] >= 8  # drawn from a larger random pool
+
+
+def test_an_untrained_model_gets_a_random_first_batch() -> None:
+    """Evolving candidates on an untrained model's hash scores collapses a batch onto one family: the
+    tuner sets the floor to 1 until the model is fitted, then back to the guided share."""
+    model = XGBModel(seed=0, min_samples=8, num_rounds=5)
+    x, column = _pool(40)
+    tuner = TaskTuner(W, Target.parse("cpu"), _FeatureMeasurer(column),
+                      TuneOptions(trials=48, batch_size=16, searcher="genetic", cost_model="xgb"), model=model)
+    assert not model.is_trained
+    tuner.step()
+    assert tuner.searcher.explore_floor == 1.0
+    assert model.is_trained  # fitted on the first batch
+    tuner.step()
+    assert tuner.searcher.explore_floor == 0.0
