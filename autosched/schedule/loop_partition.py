@@ -19,6 +19,7 @@ from __future__ import annotations
 from autosched.schedule import arith
 from autosched.schedule.ir import Allocate, For, IfThen, Seq, Stmt, Store, seq
 from autosched.schedule.lower_gpu_passes import fresh_vars, iter_expr, map_expr, map_stmt, substitute_stmt
+from autosched.schedule.lower_info import conjunction
 from autosched.te.expr import Binary, Const, Expr, Var
 
 MAX_PARTITIONS = 6
@@ -54,24 +55,29 @@ def _conjuncts(cond: Expr) -> list[Expr]:
     return [cond]
 
 
+def _chosen_side(x: Binary, ranges: dict[int, int]) -> Expr | None:
+    """The operand an integer `min`/`max` provably picks under `ranges`, None when unproven."""
+    r = _difference_range(x.a, x.b, ranges)
+    if r is None or not (r[1] <= 0 or r[0] >= 0):
+        return None
+    a_smaller = r[1] <= 0
+    return x.a if a_smaller == (x.op == "min") else x.b
+
+
+def _is_int_min_max(x: Expr) -> bool:
+    return isinstance(x, Binary) and x.op in ("min", "max") and _is_int(x)
+
+
 def _fold_expr(e: Expr, ranges: dict[int, int]) -> Expr:
     """Integer `min`/`max` whose order is proven become the chosen side."""
-
-    def fn(x: Expr) -> Expr | None:
-        if isinstance(x, Binary) and x.op in ("min", "max") and _is_int(x):
-            r = _difference_range(x.a, x.b, ranges)
-            if r is not None and (r[1] <= 0 or r[0] >= 0):
-                a_smaller = r[1] <= 0
-                return x.a if a_smaller == (x.op == "min") else x.b
-        return None
-
-    out = map_expr(e, fn)
+    out = map_expr(e, lambda x: _chosen_side(x, ranges) if _is_int_min_max(x) else None)
     return arith.simplify(out) if out is not e and _is_int(out) else out
 
 
-def _loop_range(extent: Expr, ranges: dict[int, int]) -> int | None:
+def _inner_ranges(var: Var, extent: Expr, ranges: dict[int, int]) -> dict[int, int]:
+    """`ranges` plus the loop variable `var` over `extent`, when the extent has a numeric bound."""
     r = arith.numeric_range(extent, ranges)
-    return None if r is None or r[1] < 1 else r[1]
+    return ranges if r is None or r[1] < 1 else {**ranges, id(var): r[1]}
 
 
 def fold(s: Stmt, ranges: dict[int, int]) -> Stmt:
@@ -80,21 +86,12 @@ def fold(s: Stmt, ranges: dict[int, int]) -> Stmt:
         return seq([fold(x, ranges) for x in s.stmts])
     if isinstance(s, For):
         extent = _fold_expr(s.extent, ranges)
-        inner = dict(ranges)
-        hi = _loop_range(extent, ranges)
-        if hi is not None:
-            inner[id(s.var)] = hi
-        return For(s.var, extent, s.kind, fold(s.body, inner), s.loop_name, s.stage, s.unroll, s.thread_tag,
-                   s.streaming)
+        return For(s.var, extent, s.kind, fold(s.body, _inner_ranges(s.var, extent, ranges)), s.loop_name,
+                   s.stage, s.unroll, s.thread_tag, s.streaming)
     if isinstance(s, IfThen):
         body = fold(s.body, ranges)
         rest = [c for c in _conjuncts(s.cond) if not _proven(c, ranges)]
-        if not rest:
-            return body
-        cond = rest[0]
-        for c in rest[1:]:
-            cond = Binary("and", cond, c, "bool")
-        return IfThen(cond, body)
+        return IfThen(conjunction(rest), body) if rest else body
     if isinstance(s, Allocate):
         return Allocate(s.buffer, fold(s.body, ranges))
     if isinstance(s, Store):
@@ -113,13 +110,8 @@ def _bound_items(s: Stmt, v: Var, ranges: dict[int, int], out: list[tuple[Expr, 
         for x in s.stmts:
             _bound_items(x, v, ranges, out)
     elif isinstance(s, For):
-        out.extend((x, ranges) for x in iter_expr(s.extent)
-                   if isinstance(x, Binary) and x.op in ("min", "max") and _is_int(x) and _mentions(x, v))
-        inner = dict(ranges)
-        hi = _loop_range(_fold_expr(s.extent, ranges), ranges)
-        if hi is not None:
-            inner[id(s.var)] = hi
-        _bound_items(s.body, v, inner, out)
+        out.extend((x, ranges) for x in iter_expr(s.extent) if _is_int_min_max(x) and _mentions(x, v))
+        _bound_items(s.body, v, _inner_ranges(s.var, _fold_expr(s.extent, ranges), ranges), out)
     elif isinstance(s, IfThen):
         out.extend((c, ranges) for c in _conjuncts(s.cond) if _mentions(c, v))
         _bound_items(s.body, v, ranges, out)
@@ -129,9 +121,8 @@ def _bound_items(s: Stmt, v: Var, ranges: dict[int, int], out: list[tuple[Expr, 
 
 def _holds(item: Expr, ranges: dict[int, int]) -> bool:
     """A `min`/`max` whose operands' order is proven, or a proven comparison."""
-    if isinstance(item, Binary) and item.op in ("min", "max"):
-        r = _difference_range(item.a, item.b, ranges)
-        return r is not None and (r[1] <= 0 or r[0] >= 0)
+    if _is_int_min_max(item):
+        return _chosen_side(item, ranges) is not None
     return _proven(item, ranges)
 
 
@@ -168,12 +159,8 @@ class _Partitioner:
             if split is not None:
                 self.budget -= 1
                 return self._partition(s, n, split, ranges)
-        inner = dict(ranges)
-        hi = _loop_range(s.extent, ranges)
-        if hi is not None:
-            inner[id(s.var)] = hi
-        return For(s.var, s.extent, s.kind, self.run(s.body, inner), s.loop_name, s.stage, s.unroll,
-                   s.thread_tag, s.streaming)
+        return For(s.var, s.extent, s.kind, self.run(s.body, _inner_ranges(s.var, s.extent, ranges)),
+                   s.loop_name, s.stage, s.unroll, s.thread_tag, s.streaming)
 
     @staticmethod
     def _split_point(s: For, n: int, ranges: dict[int, int]) -> int | None:

@@ -31,12 +31,6 @@ MAX_ACCUMULATOR_VECTORS_16_REGISTERS = 12
 """Register tile budget with 16 vector registers (AVX2's ymm): 12 accumulators, 2 B vectors and the
 broadcast. Measured on matmul 1024^3 on a Zen 3 (AVX2, 2 cores, 2026-12-06, side by side): 6x16
 (12 accumulators) 141 GFLOP/s, 8x16 (16) 101, 8x8 (8) 91, 4x16 (8) 95; torch 139."""
-
-
-def accumulator_budget(lanes: int) -> int:
-    """Accumulator vectors a register tile may hold on a host with `lanes` float32 lanes per vector: 32
-    registers come with 16 lanes (AVX-512), 16 with 8 (AVX2) or 4 (SSE, NEON's budget kept as low)."""
-    return MAX_ACCUMULATOR_VECTORS if lanes >= 16 else MAX_ACCUMULATOR_VECTORS_16_REGISTERS
 CHANNEL_TILE_VECTORS = 14
 """Accumulator budget of a channel-vectorized tile (`channel_seeds`). Measured on conv2d N1 C64 56x56
 K64 3x3 (AVX-512, 2026-12-04): 16 channels x 14 columns 0.78-0.82 ms, x 8 columns (16 accumulators)
@@ -45,6 +39,12 @@ ROW_TILES = (8, 6, 4)
 """Rows of the register tile tried, in order (each with two vectors of columns; 4 also with four). A
 row tile need not divide the rows: the space offers the ones that do not as ragged tiles
 (`space.factorizations`), whose partial last tile lowering peels off."""
+
+
+def accumulator_budget(lanes: int) -> int:
+    """Accumulator vectors a register tile may hold on a host with `lanes` float32 lanes per vector: 32
+    registers come with 16 lanes (AVX-512), 16 with 8 (AVX2) or 4 (SSE, NEON's budget kept as low)."""
+    return MAX_ACCUMULATOR_VECTORS if lanes >= 16 else MAX_ACCUMULATOR_VECTORS_16_REGISTERS
 
 
 @dataclass(frozen=True)

@@ -128,15 +128,17 @@ def matmul_tiled(M: int = 64, N: int = 64, K: int = 64) -> tuple[asc.Schedule, l
     return s, [A, B, C]
 
 
-def matmul_packed(M: int = 64, N: int = 64, K: int = 64) -> tuple[asc.Schedule, list[te.Tensor]]:
-    """Register tile in a local cache, B packed per column block, explicit vector code."""
+def matmul_packed(M: int = 64, N: int = 64, K: int = 64, mr: int = 8, nr: int = 32,
+                  pack: bool = True) -> tuple[asc.Schedule, list[te.Tensor]]:
+    """Register tile (mr x nr) in a local cache, B packed per column block (unless not `pack`),
+    explicit vector code."""
     A, B, C = op("matmul", M, N, K)
     s = asc.create_schedule(C)
     CL = s.cache_write(C, "local")
-    BP = s.cache_read(B, "global", [CL])
+    BP = s.cache_read(B, "global", [CL]) if pack else None
     i, j = s[C].op.axis
-    jo, ji = s[C].split(j, factor=32)
-    io, ii = s[C].split(i, factor=8)
+    jo, ji = s[C].split(j, factor=nr)
+    io, ii = s[C].split(i, factor=mr)
     s[C].reorder(jo, io, ii, ji)
     s[C].parallel(jo)
     s[C].vectorize(ji)
@@ -146,7 +148,8 @@ def matmul_packed(M: int = 64, N: int = 64, K: int = 64) -> tuple[asc.Schedule, 
     s[CL].reorder(ck, ci, cj)
     s[CL].unroll(ci)
     s[CL].vectorize(cj)
-    s[BP].compute_at(s[C], jo)
+    if BP is not None:
+        s[BP].compute_at(s[C], jo)
     return s, [A, B, C]
 
 

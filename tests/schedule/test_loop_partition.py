@@ -8,7 +8,7 @@ import re
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sched_helpers import check, op
+from sched_helpers import check, matmul_packed
 
 import autosched as asc
 from autosched import te
@@ -21,26 +21,7 @@ from autosched.te.expr import Binary, walk
 
 def _register_tile_matmul(m: int, n: int, k: int, mr: int, nr: int, pack: bool = True):
     """The CPU GEMM structure of the seeds: packed B panels of nr columns, an mr x nr register tile."""
-    A, B, C = op("matmul", m, n, k)
-    s = asc.create_schedule(C)
-    cl = s.cache_write(C, "local")
-    i, j = s[C].op.axis
-    jo, ji = s[C].split(j, factor=nr)
-    io, ii = s[C].split(i, factor=mr)
-    s[C].reorder(jo, io, ii, ji)
-    s[C].parallel(jo)
-    s[C].unroll(ii)
-    s[C].vectorize(ji)
-    s[cl].compute_at(s[C], io)
-    ci, cj = s[cl].op.axis
-    (ck,) = s[cl].op.reduce_axis
-    s[cl].reorder(ck, ci, cj)
-    s[cl].unroll(ci)
-    s[cl].vectorize(cj)
-    if pack:
-        bp = s.cache_read(B, "global", [cl])
-        s[bp].compute_at(s[C], jo)
-    return s, [A, B, C]
+    return matmul_packed(m, n, k, mr, nr, pack)
 
 
 def _has_min_or_guard(stmt) -> bool:
