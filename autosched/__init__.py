@@ -1,7 +1,9 @@
 """autosched: an auto-scheduling search service for tensor operators."""
 
 from autosched import te
-from autosched.build_module import BuiltKernel, build, lower, render
+from autosched.codegen.render import render
+from autosched.compile.cpu_kernel import BuiltKernel, build
+from autosched.lowering.targets import lower
 from autosched.schedule import Schedule, ScheduleError, create_schedule
 from autosched.target import Target
 from autosched.workload import Workload, workload
@@ -10,7 +12,7 @@ from autosched.workload import Workload, workload
 def __getattr__(name: str):
     # the tuning API pulls in the measure, search and database layers: import it on first use
     if name in ("tune", "tune_many", "apply_best", "NoTunedScheduleError"):
-        from autosched import tuning
+        from autosched.tuning import api as tuning
 
         return getattr(tuning, name)
     raise AttributeError(f"module 'autosched' has no attribute {name!r}")

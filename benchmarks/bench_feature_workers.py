@@ -30,15 +30,16 @@ class SyntheticMeasurer:
     """Cost from a hash of the steps: repeatable, no device, no build."""
 
     def measure(self, inputs):
-        from autosched.measure.types import ErrorCode, MeasureResult
+        from autosched.compile.types import ErrorCode
+        from autosched.measure.types import MeasureResult
 
         return [MeasureResult((1e-4 * (1 + int(hashlib.sha1(i.steps_json.encode()).hexdigest()[:6], 16) % 997 / 100),),
                               ErrorCode.NO_ERROR) for i in inputs]
 
 
 def one_run(op: str, args: list[int], kind: str, searcher: str, steps: int, workers: int):
-    from autosched.search.tuner import TaskTuner, TuneOptions
-    from autosched.target import Target
+    from autosched.target.key import Target
+    from autosched.tuning.tuner import TaskTuner, TuneOptions
     from autosched.workload import Workload
 
     os.environ["AUTOSCHED_FEATURE_WORKERS"] = str(workers)
@@ -66,7 +67,7 @@ def main() -> None:
 
     from common import command_line, machine, write_results
 
-    from autosched.search import feature_pool
+    from autosched.tuning import feature_pool
 
     workers = a.workers or min(8, os.cpu_count() or 1)
     if workers < 2:

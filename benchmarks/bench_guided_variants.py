@@ -47,10 +47,10 @@ def main() -> None:
     from common import machine, write_results
 
     import autosched as asc
-    from autosched.schedule.spaces import make_space
-    from autosched.search.tuner import TaskTuner, TuneOptions, make_cost_model
-    from autosched.target import Target
-    from autosched.tuning import RecordToDB, default_measurer, open_db, register, warm_start
+    from autosched.space.registry import make_space
+    from autosched.target.key import Target
+    from autosched.tuning.api import RecordToDB, default_measurer, open_db, register, warm_start
+    from autosched.tuning.tuner import TaskTuner, TuneOptions, make_cost_model
     from autosched.workload import Workload
 
     db_url = a.db or f"sqlite:///{tempfile.mkdtemp()}/variants.db"

@@ -40,8 +40,8 @@ if str(ROOT) not in sys.path:
 
 import httpx  # noqa: E402
 
-from autosched.target import Target, cpu_model  # noqa: E402
-from autosched.tuning import register  # noqa: E402
+from autosched.target.key import Target, cpu_model  # noqa: E402
+from autosched.tuning.api import register  # noqa: E402
 from autosched.workload import Workload  # noqa: E402
 from tuning_db import TuningDB, sqlite_url  # noqa: E402
 from tuning_db.types import RecordIn  # noqa: E402
@@ -78,7 +78,7 @@ def _free_port() -> int:
 def api_server(db_url: str, log: Path) -> Iterator[tuple[str, int]]:
     """`autosched serve` in its own process group on loopback; stopped by its pid."""
     port = _free_port()
-    cmd = [sys.executable, "-m", "autosched.service.cli", "--db", db_url, "serve", "--port", str(port),
+    cmd = [sys.executable, "-m", "autosched.cli.main", "--db", db_url, "serve", "--port", str(port),
            "--token", f"bench:{TOKEN}", "--max-running-jobs", "0", "--log-level", "warning"]
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)

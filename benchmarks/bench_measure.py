@@ -28,13 +28,13 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "measure"))  # the loopback cluster helper
 
-from autosched.codegen.source import KernelSource  # noqa: E402
-from autosched.measure.builder import LocalBuilder  # noqa: E402
+from autosched.codegen.source import ArgSpec, KernelSource  # noqa: E402
+from autosched.compile.builder import LocalBuilder  # noqa: E402
+from autosched.compile.types import MeasureInput  # noqa: E402
+from autosched.measure.batch import measure_batch  # noqa: E402
 from autosched.measure.config import RunnerConfig  # noqa: E402
-from autosched.measure.hostinfo import cpu_model  # noqa: E402
-from autosched.measure.measure import measure_batch  # noqa: E402
-from autosched.measure.runner import LocalRunner  # noqa: E402
-from autosched.measure.types import ArgSpec, MeasureInput  # noqa: E402
+from autosched.measure.local_runner import LocalRunner  # noqa: E402
+from autosched.target.host import cpu_model  # noqa: E402
 
 M = N = K = 64
 ARGS = (ArgSpec("A", (M, K), "float32", False), ArgSpec("B", (K, N), "float32", False),

@@ -33,8 +33,8 @@ from common import command_line, machine, write_results  # noqa: E402
 
 import autosched as asc  # noqa: E402
 from autosched.cost_model.xgb_model import XGBModel  # noqa: E402
-from autosched.search.candidates import features_of_steps  # noqa: E402
-from autosched.target import Target  # noqa: E402
+from autosched.target.key import Target  # noqa: E402
+from autosched.tuning.candidates import features_of_steps  # noqa: E402
 from autosched.workload import Workload  # noqa: E402
 
 VARIANTS = {
@@ -119,7 +119,7 @@ def main() -> None:
             o = Workload.create(top, *targs)
             asc.tune(o, "cpu", a.transfer_trials, searcher="random", cost_model=None, db=url, progress=False, seed=7)
             others.append(o)
-        from autosched.tuning import open_db
+        from autosched.tuning.api import open_db
 
         db = open_db(url)
         x, y = pool_data(db, w, tk)

@@ -55,8 +55,8 @@ def warm_model_accuracy(db, w, target) -> dict:
     """The tuner's warm-start model (other workloads' records only) ranking this workload's records."""
     from autosched.cost_model.metrics import pairwise_accuracy, top_k_recall
     from autosched.cost_model.xgb_model import XGBModel
-    from autosched.search.candidates import features_of_steps
-    from autosched.tuning import warm_start
+    from autosched.tuning.api import warm_start
+    from autosched.tuning.candidates import features_of_steps
 
     m = XGBModel(seed=0)
     n = warm_start(m, db, target, exclude_key=w.key)
@@ -76,8 +76,8 @@ def warm_model_accuracy(db, w, target) -> dict:
 def model_quality(db, w, other, target_key: str, seed: int = 0) -> dict:
     from autosched.cost_model.metrics import pairwise_accuracy, top_k_recall
     from autosched.cost_model.xgb_model import XGBModel
-    from autosched.search.candidates import features_of_steps
-    from autosched.target import Target
+    from autosched.target.key import Target
+    from autosched.tuning.candidates import features_of_steps
 
     kind = Target.parse(target_key).kind
 
@@ -128,10 +128,10 @@ def lockstep_tasks(w, db_url: str, searchers, seeds: int, trials: int, ablate: t
     any `Target.parse` spec ("cpu", "cuda", "triton"): the runs measure on that device. `random_trials`
     (default `trials`) is the budget of random search without the model, the baseline: a longer one
     tells how many trials it needs to reach a level the guided runs reach and it does not within `trials`."""
-    from autosched.schedule.spaces import make_space
-    from autosched.search.tuner import TaskTuner, TuneOptions, make_cost_model
-    from autosched.target import Target
-    from autosched.tuning import RecordToDB, add_transfer_seeds, default_measurer, open_db, register, warm_start
+    from autosched.space.registry import make_space
+    from autosched.target.key import Target
+    from autosched.tuning.api import RecordToDB, add_transfer_seeds, default_measurer, open_db, register, warm_start
+    from autosched.tuning.tuner import TaskTuner, TuneOptions, make_cost_model
 
     tgt = Target.parse(target)
     db = open_db(db_url)
@@ -290,8 +290,8 @@ def main() -> None:
     from common import command_line, machine, write_results
 
     import autosched as asc
-    from autosched.target import Target
-    from autosched.tuning import open_db, plot_curves
+    from autosched.target.key import Target
+    from autosched.tuning.api import open_db, plot_curves
     from autosched.workload import Workload
 
     tgt = Target.parse(a.target)  # a bad name is refused before any tuning
@@ -386,7 +386,7 @@ def main() -> None:
                           "up by the others. Model-guided runs start as `asc.tune` does: the model warm-started "
                           "from the other workloads' records, and the best stored schedules of the same operator "
                           "at other shapes moved onto this workload's knobs and measured first (transferred seeds, "
-                          "`autosched/search/transfer.py`); runs without a model use their own measurements "
+                          "`autosched/tuning/transfer.py`); runs without a model use their own measurements "
                           "alone. All runs advance in lockstep (batch k of every run before batch k+1 "
                           "of any): the machine's drift over the run is shared by all. Curves are means over seeds."))
 

@@ -59,7 +59,7 @@ def run_tvm(op: str, args: tuple, trials: int, ours: tuple[str, str] | None = No
         cmd += ["--ours", *ours]
     # both runtimes keep their default waits there (TVM's pool spins; ours spins GOMP_SPINCOUNT as when tuned)
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
-    env.setdefault("GOMP_SPINCOUNT", "10000000")  # what autosched.build_module sets when it loads a kernel
+    env.setdefault("GOMP_SPINCOUNT", "10000000")  # what autosched.compile.cpu_kernel sets when it loads a kernel
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, env=env)
     lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
     if p.returncode != 0 or not lines:
@@ -69,8 +69,8 @@ def run_tvm(op: str, args: tuple, trials: int, ours: tuple[str, str] | None = No
 
 def schedule_text(w, r) -> str | None:
     """The tuned schedule as primitive calls (what `autosched show` prints), for the results file."""
-    from autosched.measure.instantiate import schedule_of
-    from autosched.measure.types import MeasureInput
+    from autosched.compile.instantiate import schedule_of
+    from autosched.compile.types import MeasureInput
 
     if r.best_steps_json is None:
         return None
@@ -109,7 +109,7 @@ def main() -> None:
         out[...] = v
         return out
 
-    from autosched.tuning import plot_curves
+    from autosched.tuning.api import plot_curves
 
     rows, curves = [], {}
     machine_at_start = machine()

@@ -27,7 +27,7 @@ def command_line(script: str) -> str:
 
 
 def machine() -> dict:
-    from autosched.target import cpu_model
+    from autosched.target.key import cpu_model
 
     info = {"date": _dt.date.today().isoformat(), "cpu": cpu_model(), "cores": len(os.sched_getaffinity(0)),
             "python": platform.python_version(), "numpy": np.__version__}

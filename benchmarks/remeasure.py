@@ -46,7 +46,7 @@ def remeasure_tops(tasks: list, top: int = 8, rounds: int = 3, passes: int = 3) 
     """Time each run's `top` best schedules again `rounds` times; repeat while a run's top holds a
     schedule timed once (a lucky single measurement that now ranks above re-measured ones).
     Returns every schedule's measurements (seconds): its first one, plus the re-measurements."""
-    from autosched.measure.types import MeasureInput
+    from autosched.compile.types import MeasureInput
     from tuning_db.ranking import upper_median
 
     first = tasks[0]

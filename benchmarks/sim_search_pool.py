@@ -28,8 +28,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_model_pool import pool_data  # noqa: E402
 
 from autosched.cost_model.xgb_model import XGBModel  # noqa: E402
-from autosched.target import Target  # noqa: E402
-from autosched.tuning import open_db  # noqa: E402
+from autosched.target.key import Target  # noqa: E402
+from autosched.tuning.api import open_db  # noqa: E402
 from autosched.workload import Workload  # noqa: E402
 
 VARIANTS = {  # name: (XGBModel options, batch (0: the tuner's ramp), first-batch random share)

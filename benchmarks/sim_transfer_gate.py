@@ -24,9 +24,9 @@ from bench_model_pool import guided_batches, pool_data  # noqa: E402
 
 from autosched.cost_model.metrics import pairwise_accuracy  # noqa: E402
 from autosched.cost_model.xgb_model import XGBModel  # noqa: E402
-from autosched.search.tuner import TRANSFER_MIN_PAIRWISE  # noqa: E402
-from autosched.target import Target  # noqa: E402
-from autosched.tuning import open_db  # noqa: E402
+from autosched.target.key import Target  # noqa: E402
+from autosched.tuning.api import open_db  # noqa: E402
+from autosched.tuning.tuner import TRANSFER_MIN_PAIRWISE  # noqa: E402
 from autosched.workload import Workload  # noqa: E402
 
 

@@ -9,10 +9,9 @@ start at -inf).
 from __future__ import annotations
 
 from autosched.codegen.cstyle import C_COMPUTE_TYPES, C_STORAGE_TYPES, CStyleRenderer, Dialect
-from autosched.codegen.source import KernelSource
+from autosched.codegen.source import ArgSpec, KernelSource
 from autosched.codegen.vector_c import stream_prelude, vector_prelude
-from autosched.measure.types import ArgSpec
-from autosched.schedule.ir import LoweredFunc
+from autosched.lowering.ir import LoweredFunc
 
 _F32 = {"exp": "expf({x})", "log": "logf({x})", "sqrt": "sqrtf({x})", "rsqrt": "(1.0f / sqrtf({x}))",
         "tanh": "tanhf({x})", "erf": "erff({x})", "sigmoid": "(1.0f / (1.0f + expf(-({x}))))",
@@ -99,7 +98,7 @@ def render_c(func: LoweredFunc, *, dialect: Dialect = C_DIALECT) -> KernelSource
 
 
 def _is_out(func: LoweredFunc, buf) -> bool:
-    from autosched.schedule.ir import Store
+    from autosched.lowering.ir import Store
 
     return any(isinstance(s, Store) and s.buffer is buf for s in _walk(func.body))
 

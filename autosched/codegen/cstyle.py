@@ -10,8 +10,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from autosched.schedule import arith
-from autosched.schedule.ir import Allocate, Buffer, Comment, For, IfThen, Load, LoweredFunc, Seq, Stmt, Store
+from autosched.lowering import arith
+from autosched.lowering.ir import Allocate, Buffer, Comment, For, IfThen, Load, LoweredFunc, Seq, Stmt, Store
 from autosched.te.expr import Binary, Call, Cast, Const, Expr, Select, Var
 
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",

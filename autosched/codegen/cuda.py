@@ -10,11 +10,10 @@ print as `__syncthreads()`. The source compiles with NVRTC (no system headers) a
 from __future__ import annotations
 
 from autosched.codegen.cstyle import C_COMPUTE_TYPES, C_STORAGE_TYPES, CStyleRenderer, Dialect, _bytes
-from autosched.codegen.source import KernelSource
-from autosched.measure.types import ArgSpec
-from autosched.schedule import arith
-from autosched.schedule.ir import Allocate, For, Load, LoweredFunc, Stmt, Store
-from autosched.schedule.lower_gpu import Barrier, GpuFunc
+from autosched.codegen.source import ArgSpec, KernelSource
+from autosched.lowering import arith
+from autosched.lowering.gpu import Barrier, GpuFunc
+from autosched.lowering.ir import Allocate, For, Load, LoweredFunc, Stmt, Store
 from autosched.te.expr import Binary, Cast, Const, Expr, Select, Var, substitute
 
 # 64/128-bit vector types of the storage types a vector copy may move (half types stay scalar)

@@ -5,7 +5,22 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
-from autosched.measure.types import ArgSpec
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """One kernel argument, in call order."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+    is_output: bool
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype, "is_output": self.is_output}
+
+    @staticmethod
+    def from_dict(d: dict) -> ArgSpec:
+        return ArgSpec(d["name"], tuple(int(x) for x in d["shape"]), d["dtype"], bool(d["is_output"]))
 
 
 @dataclass(frozen=True)

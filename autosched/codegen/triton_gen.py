@@ -21,14 +21,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from autosched.codegen.source import KernelSource
+from autosched.codegen.source import ArgSpec, KernelSource
 from autosched.codegen.triton_expr import HALF, TL_DTYPES, ExprRenderer, Layout, literal
 from autosched.codegen.triton_plan import _COMBINE, _GRID_TAGS, _PTR, _REDUCE_FN, TritonPlan, _Red, _refuse
 from autosched.codegen.triton_welford import WelfordMixin
-from autosched.measure.types import ArgSpec
-from autosched.schedule import arith
-from autosched.schedule.ir import LoweredFunc
-from autosched.schedule.lower import Lowerer
+from autosched.lowering import arith
+from autosched.lowering.ir import LoweredFunc
+from autosched.lowering.loop_nest import Lowerer
 from autosched.schedule.state import Fuse, Loop
 from autosched.te.expr import Binary, Const, Expr, TensorRead, Var, walk
 from autosched.te.tensor import Tensor
@@ -258,7 +257,7 @@ def _ptr(name: str) -> str:
 
 def render_triton(sched, args: Sequence[Tensor], name: str = "default_function") -> tuple[KernelSource, LoweredFunc]:
     """Triton source for `sched` (a module with one `@triton.jit` kernel named `name`)."""
-    from autosched.schedule.lower import lower_state
+    from autosched.lowering.loop_nest import lower_state
 
     low = TritonLowering(sched, args, name)
     code = low.run()

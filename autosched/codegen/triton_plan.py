@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from autosched.codegen.triton_expr import Layout, TileDim, next_pow2
-from autosched.schedule import arith
+from autosched.lowering import arith
 from autosched.schedule.state import Loop, ScheduleError, Stage
 from autosched.te.expr import Binary, Cast, Expr, TensorRead, Var, substitute, walk
 

@@ -14,7 +14,7 @@ measured on the H200 at the copy ceiling (docs/bench_gpu.md). Anything else is e
 from __future__ import annotations
 
 from autosched.codegen.triton_plan import _Red
-from autosched.schedule import arith
+from autosched.lowering import arith
 from autosched.te.expr import Binary, Const, Expr, TensorRead, substitute, walk
 
 

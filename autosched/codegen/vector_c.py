@@ -14,9 +14,9 @@ AVX2.
 
 from __future__ import annotations
 
-from autosched.codegen.host_isa import vector_bytes
-from autosched.schedule import arith
-from autosched.schedule.ir import For, Load, Seq, Stmt, Store
+from autosched.lowering import arith
+from autosched.lowering.ir import For, Load, Seq, Stmt, Store
+from autosched.target.host_isa import vector_bytes
 from autosched.te.expr import Binary, Const, Expr, Var
 
 CACHE_LINE_BYTES = 64

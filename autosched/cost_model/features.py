@@ -13,8 +13,8 @@ import math
 
 import numpy as np
 
-from autosched.schedule import arith
-from autosched.schedule.ir import Allocate, For, IfThen, Load, LoweredFunc, Seq, Stmt, Store
+from autosched.lowering import arith
+from autosched.lowering.ir import Allocate, For, IfThen, Load, LoweredFunc, Seq, Stmt, Store
 from autosched.te.expr import Binary, Call, Cast, Expr, Select, Var, walk
 
 _BYTES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8, "bool": 1}

@@ -25,11 +25,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from autosched.codegen.source import ArgSpec
+from autosched.compile.types import ErrorCode
 from autosched.measure.checking import check_outputs
 from autosched.measure.config import RunnerConfig
 from autosched.measure.reference import Reference, np_dtype, random_arrays
 from autosched.measure.timing import CacheFlusher, time_evaluator
-from autosched.measure.types import ArgSpec, ErrorCode
 
 ALIGN = 64  # cache-line aligned buffers: vector loads behave the same for every candidate
 

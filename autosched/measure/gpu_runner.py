@@ -22,15 +22,15 @@ from collections.abc import Sequence
 from multiprocessing.connection import Connection
 
 from autosched.codegen.source import KernelSource
-from autosched.measure.builder import LocalBuilder, _Deadline, _deadline, _error, _is_schedule_error
-from autosched.measure.c_compiler import CompileError, CompileTimeout
+from autosched.compile.builder import LocalBuilder, _Deadline, _deadline, _error, _is_schedule_error
+from autosched.compile.c_compiler import CompileError, CompileTimeout
+from autosched.compile.types import BuildResult, ErrorCode, MeasureInput
 from autosched.measure.config import RunnerConfig
 from autosched.measure.device_lock import default_lock_path
 from autosched.measure.executor import KernelCall, RunOutcome
+from autosched.measure.local_runner import DeviceWorker, LocalRunner
 from autosched.measure.reference import Reference, ReferenceProvider
-from autosched.measure.runner import DeviceWorker, LocalRunner
 from autosched.measure.sandbox import KernelSandbox, kernel_env
-from autosched.measure.types import BuildResult, ErrorCode, MeasureInput
 
 # one call per repeat (each after an L2 flush), many repeats: GPU kernels take 10 us - 10 ms
 GPU_RUNNER_CONFIG = RunnerConfig(number=1, repeat=25, min_repeat_ms=0.0, timeout=60.0, flush_cache=True,
@@ -51,7 +51,7 @@ def gpu_name(index: int | str = 0) -> str:
 
 def build_gpu_input(inp: MeasureInput, cache_dir: str | None = None, timeout: float = 60.0) -> BuildResult:
     """Render and compile one GPU candidate; every failure is a BuildResult with its code."""
-    from autosched.measure.instantiate import render_candidate
+    from autosched.compile.instantiate import render_candidate
 
     t0 = time.perf_counter()
     try:
@@ -73,7 +73,7 @@ def build_gpu_source(source: KernelSource, cache_dir: str | None = None, timeout
     (The GPU twin of `builder.build_source`; Ray build tasks call it for non-C sources.)"""
     from pathlib import Path
 
-    from autosched.measure.gpu_compile import artifact_key, compile_gpu
+    from autosched.compile.gpu_compile import artifact_key, compile_gpu
 
     t0 = time.perf_counter() if t0 is None else t0
     try:

@@ -19,10 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
+from autosched.codegen.source import ArgSpec
+from autosched.compile.types import ErrorCode
 from autosched.measure.checking import check_outputs
 from autosched.measure.executor import RunJob, RunOutcome
 from autosched.measure.reference import Reference, np_dtype, random_arrays
-from autosched.measure.types import ArgSpec, ErrorCode
 
 L2_FLUSH_BYTES = 256 << 20
 CONTEXT_LOST = "[cuda context lost]"  # the sandbox restarts the process on this marker
@@ -95,7 +96,7 @@ class GpuExecutor:
     def _execute(self, job: RunJob) -> tuple[ErrorCode, str, tuple[float, ...]]:
         import torch
 
-        from autosched.measure.gpu_kernel import load_kernel
+        from autosched.compile.gpu_kernel import load_kernel
 
         call, cfg = job.call, job.config
         ref = None

@@ -26,14 +26,15 @@ from collections import OrderedDict
 from pathlib import Path
 
 from autosched.codegen.source import KernelSource
-from autosched.measure.builder import build_input, build_source
-from autosched.measure.c_compiler import default_cache_dir
+from autosched.compile.builder import build_input, build_source
+from autosched.compile.c_compiler import default_cache_dir
+from autosched.compile.types import BuildResult, ErrorCode, MeasureInput
 from autosched.measure.config import RunnerConfig
 from autosched.measure.device_lock import default_lock_path
-from autosched.measure.hostinfo import cpu_device, hostname
+from autosched.measure.local_runner import DeviceWorker, failed_build_result
 from autosched.measure.reference import Reference
-from autosched.measure.runner import DeviceWorker, failed_build_result
-from autosched.measure.types import BuildResult, ErrorCode, MeasureInput, MeasureResult
+from autosched.measure.types import MeasureResult
+from autosched.target.host import cpu_device, hostname
 
 
 def input_to_json(inp: MeasureInput) -> str:

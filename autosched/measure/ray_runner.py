@@ -38,11 +38,12 @@ from ray.exceptions import (
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from autosched.codegen.source import KernelSource
+from autosched.compile.types import BuildResult, ErrorCode, MeasureInput
 from autosched.measure.config import RunnerConfig
+from autosched.measure.local_runner import failed_build_result, reference_error_result
 from autosched.measure.ray_actors import DeviceActor, build_task, input_kind, input_to_json, pack_artifact
 from autosched.measure.reference import DagReferenceProvider, ReferenceCache, ReferenceProvider
-from autosched.measure.runner import failed_build_result, reference_error_result
-from autosched.measure.types import BuildResult, ErrorCode, MeasureInput, MeasureResult
+from autosched.measure.types import MeasureResult
 
 LOST = (RayActorError, WorkerCrashedError, NodeDiedError, ObjectLostError, GetTimeoutError)
 # A node that lost an actor gets no new one for this long (unless no other node is left): Ray

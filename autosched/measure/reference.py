@@ -19,7 +19,8 @@ from typing import Protocol
 
 import numpy as np
 
-from autosched.measure.types import ArgSpec, MeasureInput
+from autosched.codegen.source import ArgSpec
+from autosched.compile.types import MeasureInput
 
 
 def np_dtype(name: str) -> np.dtype:

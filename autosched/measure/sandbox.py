@@ -23,10 +23,10 @@ import time
 from collections import OrderedDict
 from multiprocessing.connection import Connection
 
+from autosched.compile.types import ErrorCode
 from autosched.measure.config import RunnerConfig
 from autosched.measure.executor import KernelCall, RunJob, RunOutcome
 from autosched.measure.reference import Reference
-from autosched.measure.types import ErrorCode
 
 STDERR_TAIL = 600
 # libgomp's default (passive) wait puts idle OpenMP threads to sleep after every parallel region;

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from autosched.measure.hostinfo import llc_bytes
+from autosched.target.host import llc_bytes
 
 
 @dataclass(frozen=True)

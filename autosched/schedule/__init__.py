@@ -1,4 +1,4 @@
-"""Schedules: steps, state, primitives, loop-nest IR and lowering."""
+"""Schedules: steps, state and primitives, the API a user writes schedules with."""
 
 from autosched.schedule.schedule import LoopRef, Schedule, StageHandle, create_schedule
 from autosched.schedule.state import ScheduleError

@@ -1,4 +1,4 @@
-"""Searchers over a :class:`~autosched.schedule.knobs.ConfigSpace`, their registry, and the task scheduler."""
+"""Searchers over a :class:`~autosched.space.knobs.ConfigSpace` and their registry."""
 
 from autosched.search.annealing import AnnealingSearcher
 from autosched.search.base import Predictor, Searcher
@@ -7,7 +7,6 @@ from autosched.search.grid import GridSearcher
 from autosched.search.random_search import RandomSearcher
 from autosched.search.registry import SEARCHERS, available, make_searcher, searcher_class
 from autosched.search.rl import RLSearcher
-from autosched.search.task_scheduler import TaskScheduler
 
 __all__ = [
     "SEARCHERS",
@@ -18,7 +17,6 @@ __all__ = [
     "RLSearcher",
     "RandomSearcher",
     "Searcher",
-    "TaskScheduler",
     "available",
     "make_searcher",
     "searcher_class",

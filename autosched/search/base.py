@@ -23,7 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from autosched.schedule.knobs import Config, ConfigSpace
+from autosched.space.knobs import Config, ConfigSpace
 
 Predictor = Callable[[list[Config]], np.ndarray]
 """Scores candidate configs; higher means predicted faster (e.g. a cost model over lowered features)."""

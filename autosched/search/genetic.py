@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from autosched.schedule.knobs import Config
 from autosched.search.base import Searcher
+from autosched.space.knobs import Config
 
 
 class GeneticSearcher(Searcher):

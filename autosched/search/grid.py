@@ -14,8 +14,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from autosched.schedule.knobs import Config
 from autosched.search.base import Searcher
+from autosched.space.knobs import Config
 
 _GOLDEN = (math.sqrt(5) - 1) / 2
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from autosched.schedule.knobs import Config
 from autosched.search.base import Searcher
+from autosched.space.knobs import Config
 
 
 class RandomSearcher(Searcher):

@@ -9,13 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from autosched.schedule.knobs import ConfigSpace
 from autosched.search.annealing import AnnealingSearcher
 from autosched.search.base import Predictor, Searcher
 from autosched.search.genetic import GeneticSearcher
 from autosched.search.grid import GridSearcher
 from autosched.search.random_search import RandomSearcher
 from autosched.search.rl import RLSearcher
+from autosched.space.knobs import ConfigSpace
 
 SEARCHERS: Mapping[str, type[Searcher]] = {
     cls.name: cls for cls in (RandomSearcher, GridSearcher, AnnealingSearcher, GeneticSearcher, RLSearcher)

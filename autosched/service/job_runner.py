@@ -47,7 +47,7 @@ class JobOutcome:
 
 def run_job(spec: JobSpec, stop_event: threading.Event | None = None) -> JobOutcome:
     """Run the tuner for job `spec.job_id` until it is done, cancelled or preempted."""
-    from autosched.tuning import tune
+    from autosched.tuning.api import tune
     from autosched.workload import Workload
     from tuning_db import TuningDB
 

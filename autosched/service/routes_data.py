@@ -22,7 +22,7 @@ from autosched.service.schemas import (
     WorkloadOut,
     gflops,
 )
-from autosched.target import Target
+from autosched.target.key import Target
 from autosched.workload import registered_workloads
 from tuning_db.types import Record
 
@@ -56,14 +56,14 @@ def _render(svc: ServiceState, rec_id: int, workload_spec: dict, target_key: str
     hit = svc.cached_source(key)
     if hit is not None:
         return hit
-    from autosched.build_module import render
-    from autosched.measure.instantiate import schedule_of
-    from autosched.measure.types import MeasureInput
+    from autosched.codegen.render import render
+    from autosched.schedule.replay import schedule_from_steps
+    from autosched.workload import Workload
 
     out: tuple[str | None, SourceOut | None]
     try:
         wjson = json.dumps(workload_spec)
-        s, args = schedule_of(MeasureInput(str(workload_spec.get("key", "")), wjson, target_key, steps_json))
+        s, args = schedule_from_steps(Workload.from_json(wjson), steps_json)
         try:
             src, _f = render(s, args, target_key)
             out = (s.as_python(), SourceOut(language=src.language, entry=src.entry, code=src.code))

@@ -15,8 +15,8 @@ from sqlalchemy import func, select
 from autosched.service.deps import Reader, ServiceState, Svc, Writer
 from autosched.service.schemas import CurveOut, JobCreate, JobList, JobOut, Problem, gflops
 from autosched.service.workloads import build_workload
-from autosched.target import Target
-from autosched.tuning import register
+from autosched.target.key import Target
+from autosched.tuning.api import register
 from tuning_db.models import records_table
 from tuning_db.types import JobInfo, JobState
 
@@ -132,7 +132,7 @@ def job_curve(job_id: JobId, svc: Svc, _: Reader,
     pts = curve_points(svc, job)
     if format == "json":
         return CurveOut(job_id=job.id, workload_name=name, points=pts)
-    from autosched.tuning import plot_curves
+    from autosched.tuning.api import plot_curves
 
     with _PLOT_LOCK, tempfile.TemporaryDirectory() as tmp:
         path = plot_curves({name: pts}, Path(tmp) / "curve.png", title=f"job {job.id[:8]}: {name}")

@@ -30,12 +30,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import autosched as asc  # noqa: E402
 from autosched import te  # noqa: E402
+from autosched.codegen.source import ArgSpec  # noqa: E402
+from autosched.compile.types import MeasureInput
 from autosched.measure.checking import check_outputs  # noqa: E402
 from autosched.measure.reference import DagReferenceProvider  # noqa: E402
-from autosched.measure.types import ArgSpec, MeasureInput  # noqa: E402
-from autosched.schedule import gpu_templates as gt  # noqa: E402
 from autosched.schedule.schedule import Schedule  # noqa: E402
 from autosched.schedule.steps import step_from_dict  # noqa: E402
+from autosched.space import gpu_templates as gt  # noqa: E402
 from autosched.workload import Workload  # noqa: E402
 
 
@@ -82,7 +83,7 @@ def suite(quick: bool):
 
 
 def _evicting_welford(s: Schedule) -> Schedule:
-    from autosched.schedule.space_gpu import store_evict, welford
+    from autosched.space.gpu_sketch import store_evict, welford
 
     welford(s)
     store_evict(s)
@@ -205,8 +206,8 @@ def tune_one(w, target, trials, refs, deadline, db):
 def seed_info(w, target, res) -> dict:
     """How the space's rule-derived seeds (measured first) did in a tuning run: how many, the best
     after them (curve point), and which seed the best kernel is, if it is one."""
-    from autosched.schedule.spaces import make_space
-    from autosched.search.candidates import CandidateCache
+    from autosched.space.registry import make_space
+    from autosched.tuning.candidates import CandidateCache
 
     space = make_space(w, target)
     cands = CandidateCache(w, space, target)

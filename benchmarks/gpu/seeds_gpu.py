@@ -21,9 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_gpu import compute_reference, device_inputs, peer_fn, run_ours  # noqa: E402
 
-from autosched.schedule import gpu_templates as gt  # noqa: E402
 from autosched.schedule.schedule import Schedule  # noqa: E402
-from autosched.schedule.spaces import make_space  # noqa: E402
+from autosched.space import gpu_templates as gt  # noqa: E402
+from autosched.space.registry import make_space  # noqa: E402
 from autosched.workload import Workload  # noqa: E402
 
 MM_EXTRA = [  # larger per-block tiles than the seeds: 128x256 and 256x128 with 256 threads of 8x16

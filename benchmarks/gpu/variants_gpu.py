@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import autosched as asc  # noqa: E402
-from autosched.schedule import gpu_templates as gt  # noqa: E402
 from autosched.schedule.schedule import Schedule  # noqa: E402
+from autosched.space import gpu_templates as gt  # noqa: E402
 from autosched.workload import Workload  # noqa: E402
 
 MM = [  # (threads, inner, rk, vthreads, vector_fetch, smem_layout, double_buffer, group)

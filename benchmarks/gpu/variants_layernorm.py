@@ -239,9 +239,9 @@ def main() -> None:
     import torch.nn.functional as F
 
     import autosched as asc
-    from autosched.schedule import gpu_templates as gt
     from autosched.schedule.schedule import Schedule
-    from autosched.schedule.space_gpu import store_evict, welford
+    from autosched.space import gpu_templates as gt
+    from autosched.space.gpu_sketch import store_evict, welford
     from autosched.workload import Workload
 
     t0 = time.time()

@@ -9,7 +9,7 @@ sys.path.insert(0, str(Path(__file__).parent.parent / "schedule"))
 
 import pytest  # noqa: E402
 
-from autosched.codegen.host_isa import VECTOR_BYTES_ENV  # noqa: E402
+from autosched.target.host_isa import VECTOR_BYTES_ENV  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

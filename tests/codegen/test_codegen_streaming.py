@@ -12,7 +12,7 @@ from sched_helpers import check, op, softmax_streaming
 
 import autosched as asc
 from autosched.cost_model.features import FEATURE_NAMES, extract_features
-from autosched.schedule.space import SketchSpace
+from autosched.space.cpu_sketch import SketchSpace
 from autosched.workload import Workload
 
 

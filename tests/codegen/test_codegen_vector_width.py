@@ -1,4 +1,4 @@
-"""Generated C is written for the host's vector width (`autosched.codegen.host_isa`): 64-byte
+"""Generated C is written for the host's vector width (`autosched.target.host_isa`): 64-byte
 vectors with AVX-512, 32 with AVX2, 16 otherwise. Every width renders its own vector types and
 runs correctly against numpy; the host's own width is the one `-march=native` enables."""
 
@@ -11,8 +11,8 @@ import pytest
 from sched_helpers import check, matmul_packed, matmul_tiled, op
 
 import autosched as asc
-from autosched.codegen import host_isa
-from autosched.codegen.host_isa import VECTOR_BYTES_ENV
+from autosched.target import host_isa
+from autosched.target.host_isa import VECTOR_BYTES_ENV
 
 WIDTHS = {16: ("asc_f32x4", "asc_f64x2"), 32: ("asc_f32x8", "asc_f64x4"), 64: ("asc_f32x16", "asc_f64x8")}
 
@@ -108,7 +108,7 @@ def test_an_unanswered_compiler_leaves_the_name_alone(monkeypatch) -> None:
 
 def test_the_host_target_key_names_the_vector_extensions_that_differ() -> None:
     """On this machine, whatever it is: the tag is the CPU name plus exactly the differing extensions."""
-    from autosched.target import Target
+    from autosched.target.key import Target
 
     name = host_isa.native_march_name()
     if name == "unknown":

@@ -17,7 +17,7 @@ from autosched.cost_model.features import (
     extract_features,
     size_relative,
 )
-from autosched.search.candidates import lowered_for_features
+from autosched.tuning.candidates import lowered_for_features
 from tests.schedule.sched_helpers import matmul_packed, matmul_tiled
 
 SCALED = {f"sum_{n}" for n in SIZE_SCALED_STORE_FEATURES} | {f"max_{n}" for n in SIZE_SCALED_STORE_FEATURES} | \

@@ -12,11 +12,11 @@ import pytest
 
 from autosched import te
 from autosched.codegen.c import render_c
-from autosched.measure.c_compiler import compile_c
-from autosched.schedule import gpu_templates as gt
-from autosched.schedule.ir import Allocate, For, IfThen, LoweredFunc, Seq
-from autosched.schedule.lower_gpu import Barrier, lower_gpu
+from autosched.compile.c_compiler import compile_c
+from autosched.lowering.gpu import Barrier, lower_gpu
+from autosched.lowering.ir import Allocate, For, IfThen, LoweredFunc, Seq
 from autosched.schedule.schedule import Schedule
+from autosched.space import gpu_templates as gt
 from autosched.workload import Workload
 
 
@@ -77,14 +77,14 @@ TRITON_CASES = {
 
 
 def welford(s: Schedule) -> Schedule:
-    from autosched.schedule.space_gpu import welford as pragma
+    from autosched.space.gpu_sketch import welford as pragma
 
     pragma(s)
     return s
 
 
 def store_evict(s: Schedule) -> Schedule:
-    from autosched.schedule.space_gpu import store_evict as pragma
+    from autosched.space.gpu_sketch import store_evict as pragma
 
     pragma(s)
     return s
@@ -142,7 +142,7 @@ def run_triton_interpreted(w: Workload, s: Schedule) -> float:
     import torch
 
     import autosched as asc
-    from autosched.measure.gpu_compile import compile_triton, load_triton_module
+    from autosched.compile.gpu_compile import compile_triton, load_triton_module
 
     src, _ = asc.render(s, w.tensors(), "triton")
     d = compile_triton(src, aot=False)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 
 import autosched as asc
-from autosched.measure.gpu_compile import artifact_dir, compile_triton
-from autosched.schedule import gpu_templates as gt
+from autosched.compile.gpu_compile import artifact_dir, compile_triton
 from autosched.schedule.schedule import Schedule
+from autosched.space import gpu_templates as gt
 from autosched.workload import Workload
 
 
@@ -32,7 +32,7 @@ def test_same_text_other_size_gets_its_own_artifact(tmp_path):
 def test_gpu_build_result_carries_the_artifact_key(tmp_path):
     """BuildResult.source_hash of a GPU build is the artifact's key, so caches of shipped artifacts
     (the Ray runner's, its actors' unpacked folders) tell the two sizes apart too."""
-    from autosched.measure.gpu_compile import artifact_key
+    from autosched.compile.gpu_compile import artifact_key
     from autosched.measure.gpu_runner import build_gpu_source
 
     small, big = _gelu_source(4096), _gelu_source(1 << 20)

@@ -6,11 +6,11 @@ import pytest
 from gpu_helpers import CUDA_CASES, case, emulate_cuda, require_nvcc
 
 import autosched as asc
-from autosched.measure.gpu_compile import compile_cuda, ptx_check
-from autosched.schedule import gpu_templates as gt
-from autosched.schedule.lower_gpu import Barrier
+from autosched.compile.gpu_compile import compile_cuda, ptx_check
+from autosched.lowering.gpu import Barrier
 from autosched.schedule.schedule import Schedule
 from autosched.schedule.state import ScheduleError
+from autosched.space import gpu_templates as gt
 from autosched.workload import Workload
 
 

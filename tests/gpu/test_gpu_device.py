@@ -11,8 +11,8 @@ import pytest
 
 import autosched as asc
 from autosched.codegen.source import KernelSource
-from autosched.measure.types import BuildResult, ErrorCode, MeasureInput
-from autosched.schedule import gpu_templates as gt
+from autosched.compile.types import BuildResult, ErrorCode, MeasureInput
+from autosched.space import gpu_templates as gt
 
 torch = pytest.importorskip("torch")
 pytestmark = [pytest.mark.gpu,
@@ -87,8 +87,8 @@ def test_gpu_runner_reports_wrong_answers():
 
 
 def test_gpu_runner_survives_a_faulting_kernel():
-    from autosched.measure.gpu_compile import compile_cuda
-    from autosched.measure.types import ArgSpec
+    from autosched.codegen.source import ArgSpec
+    from autosched.compile.gpu_compile import compile_cuda
     from autosched.schedule.schedule import Schedule
     from autosched.workload import Workload
 

@@ -32,8 +32,8 @@ def cluster():
 
 
 def test_gpu_actor_checks_planted_kernels_and_survives_a_fault(cluster, tmp_path):
+    from autosched.compile.types import ErrorCode
     from autosched.measure.ray_runner import RayRunner
-    from autosched.measure.types import ErrorCode
 
     with RayRunner(cluster.address, reference=AddReference(), cache_dir=tmp_path / "cache") as runner:
         gpus = runner.devices(("gpu",))
@@ -52,7 +52,7 @@ def test_gpu_actor_checks_planted_kernels_and_survives_a_fault(cluster, tmp_path
 @pytest.mark.parametrize("target", ["cuda", "triton"])
 def test_ray_runner_tunes_on_the_gpu_actor(cluster, tmp_path, target):
     from autosched.measure.ray_runner import RayRunner
-    from autosched.tuning import open_db
+    from autosched.tuning.api import open_db
 
     w = asc.Workload.create("matmul", 512, 512, 512)
     db = str(tmp_path / "db.sqlite")

@@ -7,13 +7,14 @@ from __future__ import annotations
 import pytest
 from gpu_helpers import bias_relu, emulate_cuda
 
-from autosched.measure.types import ErrorCode, MeasureResult
-from autosched.schedule.space_gpu import MAX_SEEDS
-from autosched.schedule.space_gpu_seeds import _operand_sides
-from autosched.schedule.spaces import make_space
-from autosched.search.candidates import CandidateCache
-from autosched.search.tuner import TaskTuner, TuneOptions
-from autosched.target import Target
+from autosched.compile.types import ErrorCode
+from autosched.measure.types import MeasureResult
+from autosched.space.gpu_seeds import _operand_sides
+from autosched.space.gpu_sketch import MAX_SEEDS
+from autosched.space.registry import make_space
+from autosched.target.key import Target
+from autosched.tuning.candidates import CandidateCache
+from autosched.tuning.tuner import TaskTuner, TuneOptions
 from autosched.workload import Workload
 
 GEMMS = {

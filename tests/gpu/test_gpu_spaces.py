@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from gpu_helpers import bias_relu
 
-from autosched.schedule.space_gpu import op_class
-from autosched.schedule.spaces import make_space
-from autosched.search.candidates import CandidateCache
+from autosched.space.gpu_sketch import op_class
+from autosched.space.registry import make_space
+from autosched.tuning.candidates import CandidateCache
 from autosched.workload import Workload
 
 WORKLOADS = {
@@ -50,7 +50,7 @@ def test_validity_drops_oversized_triton_tiles():
 
 def test_tune_uses_the_gpu_measurer_for_gpu_targets():
     from autosched.measure.gpu_runner import GpuBuilder, GpuRunner
-    from autosched.tuning import _LOCAL_MEASURE, _load
+    from autosched.tuning.api import _LOCAL_MEASURE, _load
 
     for kind in ("cuda", "triton"):
         run, build = _LOCAL_MEASURE[kind]

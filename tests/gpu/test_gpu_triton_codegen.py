@@ -16,9 +16,9 @@ import pytest
 from gpu_helpers import TRITON_CASES
 
 import autosched as asc
-from autosched.schedule import gpu_templates as gt
 from autosched.schedule.schedule import Schedule
 from autosched.schedule.state import ScheduleError
+from autosched.space import gpu_templates as gt
 from autosched.workload import Workload
 
 pytest.importorskip("triton")
@@ -48,7 +48,7 @@ def test_triton_kernel_matches_reference_interpreted(name, interpreted):
 @pytest.mark.parametrize("name,dtype", [("matmul", "bfloat16"), ("matmul", "float32"), ("softmax", None),
                                         ("layernorm", None), ("layernorm", "welford")])
 def test_triton_kernels_compile_ahead_of_time_for_sm90(name, dtype):
-    from autosched.measure.gpu_compile import compile_triton
+    from autosched.compile.gpu_compile import compile_triton
 
     if name == "matmul":
         s, args = gt.triton_matmul(256, 256, 128, bm=128, bn=128, bk=64, dtype=dtype)
@@ -64,7 +64,7 @@ def test_triton_kernels_compile_ahead_of_time_for_sm90(name, dtype):
     meta = (d / "launch.json").read_text()
     assert '"compiler": "triton"' in meta
     if dtype == "bfloat16":
-        from autosched.measure.gpu_compile import load_triton_module, triton_compile
+        from autosched.compile.gpu_compile import load_triton_module, triton_compile
 
         mod = load_triton_module(d / "kernel.py", src.entry)
         ptx = triton_compile(getattr(mod, src.entry), src.launch).asm["ptx"]
@@ -105,7 +105,7 @@ def test_welford_walks_a_chunked_layernorm_row_twice_not_three_times():
 
 
 def test_welford_knob_in_the_triton_space():
-    from autosched.schedule.space_gpu import _triton_rowwise
+    from autosched.space.gpu_sketch import _triton_rowwise
 
     w = Workload.create("layernorm", 64, 4096)
     _, valid = _triton_rowwise(w.dag)
@@ -130,7 +130,7 @@ def test_store_evict_hints_the_output_store_only():
 
 
 def test_store_evict_knob_and_seeds_in_the_triton_space():
-    from autosched.schedule.spaces import make_space
+    from autosched.space.registry import make_space
 
     space = make_space(Workload.create("layernorm", 64, 4096), "triton")
     assert all("store_evict" in v for v in space.seeds)

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from autosched.codegen.source import KernelSource
-from autosched.measure.types import ArgSpec, MeasureInput
+from autosched.codegen.source import ArgSpec, KernelSource
+from autosched.compile.types import MeasureInput
 
 N = 4096
 ARGS = (

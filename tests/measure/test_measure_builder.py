@@ -9,9 +9,9 @@ import pytest
 from measure_kernels import kernel, measure_input
 
 from autosched.codegen.source import KernelSource
-from autosched.measure import builder as builder_mod
-from autosched.measure.builder import LocalBuilder, build_input
-from autosched.measure.types import ErrorCode
+from autosched.compile import builder as builder_mod
+from autosched.compile.builder import LocalBuilder, build_input
+from autosched.compile.types import ErrorCode
 
 
 @pytest.fixture(scope="module")

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 from measure_kernels import AddReference, kernel, measure_input
 
-from autosched.measure.builder import LocalBuilder
+from autosched.compile.builder import LocalBuilder
+from autosched.compile.types import ErrorCode, MeasureInput
+from autosched.measure.batch import ProgramMeasurer, measure_batch
 from autosched.measure.config import RunnerConfig
-from autosched.measure.measure import ProgramMeasurer, measure_batch
+from autosched.measure.local_runner import LocalRunner
 from autosched.measure.reference import DagReferenceProvider, ReferenceCache
-from autosched.measure.runner import LocalRunner
-from autosched.measure.types import ErrorCode, MeasureInput
 
 FAST = RunnerConfig(number=2, repeat=3, min_repeat_ms=2, timeout=3.0)
 
@@ -59,7 +59,7 @@ def test_callback_errors_propagate(planted) -> None:
 
 def _matmul_input(steps: str) -> MeasureInput:
     workload = pytest.importorskip("autosched.workload")
-    pytest.importorskip("autosched.measure.instantiate")
+    pytest.importorskip("autosched.compile.instantiate")
     w = workload.Workload.create("matmul", 32, 32, 48)
     return MeasureInput(w.key, w.to_json(), "cpu", steps)
 

@@ -10,8 +10,8 @@ import tarfile
 import pytest
 from measure_kernels import cuda_kernel, kernel, measure_input
 
+from autosched.compile.types import ErrorCode, MeasureInput
 from autosched.measure.ray_actors import _build_any, input_kind, input_to_json, pack_artifact, unpack_artifact
-from autosched.measure.types import ErrorCode, MeasureInput
 
 
 def test_folders_travel_as_tar_and_files_as_bytes(tmp_path) -> None:
@@ -55,8 +55,8 @@ def test_the_target_picks_the_builder(tmp_path) -> None:
         assert res.error_code == ErrorCode.NO_ERROR and res.language == "cuda", res.error_msg
         assert {p.name for p in (tmp_path / res.artifact_path).iterdir()} >= {"kernel.cubin", "launch.json"}
         # a cuda-target MeasureInput is rendered and compiled by the GPU builder, not the C one
-        from autosched.schedule import gpu_templates as gt
         from autosched.schedule.schedule import Schedule
+        from autosched.space import gpu_templates as gt
         from autosched.workload import Workload
 
         w = Workload.create("gelu", 1000)

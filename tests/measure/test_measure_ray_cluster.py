@@ -14,8 +14,8 @@ import pytest
 from loopback_cluster import LoopbackCluster, running_cluster
 from measure_kernels import AddReference, cuda_kernel, kernel, measure_input, spin_kernel
 
+from autosched.compile.types import BuildResult, ErrorCode
 from autosched.measure.config import RunnerConfig
-from autosched.measure.types import BuildResult, ErrorCode
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(240)]
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from measure_kernels import AddReference, kernel, measure_input
 
+from autosched.compile.types import BuildResult, ErrorCode
+from autosched.measure.batch import measure_batch
 from autosched.measure.config import RunnerConfig
-from autosched.measure.measure import measure_batch
-from autosched.measure.types import BuildResult, ErrorCode
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(180)]
 

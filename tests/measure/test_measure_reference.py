@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from measure_kernels import ARGS, AddReference, measure_input
 
+from autosched.codegen.source import ArgSpec
 from autosched.measure.config import RunnerConfig
 from autosched.measure.executor import KernelCall
 from autosched.measure.reference import (
@@ -16,7 +17,6 @@ from autosched.measure.reference import (
     validate_reference,
 )
 from autosched.measure.sandbox import KernelSandbox
-from autosched.measure.types import ArgSpec
 
 
 def test_validate_names_shape_and_missing_output() -> None:

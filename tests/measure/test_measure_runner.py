@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 from measure_kernels import AddReference, kernel, measure_input, spin_kernel
 
-from autosched.codegen.source import KernelSource
-from autosched.measure.builder import LocalBuilder
+from autosched.codegen.source import ArgSpec, KernelSource
+from autosched.compile.builder import LocalBuilder
+from autosched.compile.types import BuildResult, ErrorCode
 from autosched.measure.config import RunnerConfig
-from autosched.measure.hostinfo import cpu_model
-from autosched.measure.runner import LocalRunner
+from autosched.measure.local_runner import LocalRunner
 from autosched.measure.sandbox import describe_exit
-from autosched.measure.types import ArgSpec, BuildResult, ErrorCode
+from autosched.target.host import cpu_model
 
 FAST = RunnerConfig(number=2, repeat=3, min_repeat_ms=5, timeout=3.0)
 

@@ -1,4 +1,4 @@
-"""Loop partitioning (`autosched.schedule.loop_partition`): a split that does not divide its extent
+"""Loop partitioning (`autosched.lowering.loop_partition`): a split that does not divide its extent
 peels its last tile off, so the other tiles run with constant trip counts (register tiles as named
 vector variables) and no guards; results stay exactly those of the numpy reference."""
 
@@ -12,10 +12,10 @@ from sched_helpers import check, matmul_packed
 
 import autosched as asc
 from autosched import te
-from autosched.schedule import arith
-from autosched.schedule.ir import For, IfThen
-from autosched.schedule.loop_partition import partition_loops
-from autosched.schedule.loop_passes import walk_stmts
+from autosched.lowering import arith
+from autosched.lowering.ir import For, IfThen
+from autosched.lowering.loop_partition import partition_loops
+from autosched.lowering.loop_passes import walk_stmts
 from autosched.te.expr import Binary, walk
 
 
@@ -67,7 +67,7 @@ def test_ragged_rows_and_columns_both_peel() -> None:
 def test_the_pass_alone_and_its_budget(monkeypatch) -> None:
     """Lowered without the pass, the nest has bounds; the pass removes them from the main part, and a
     budget of zero partitions leaves the nest unchanged."""
-    import autosched.schedule.lower as lower_mod
+    import autosched.lowering.loop_nest as lower_mod
 
     s, args = _register_tile_matmul(50, 32, 40, 6, 16, pack=False)
     monkeypatch.setattr(lower_mod, "partition_loops", lambda stmt: stmt)

@@ -1,4 +1,4 @@
-"""The cpu sketch space carries rule-derived GEMM seeds (`autosched.schedule.space_seeds`): a packed B
+"""The cpu sketch space carries rule-derived GEMM seeds (`autosched.space.cpu_seeds`): a packed B
 panel two vectors wide serving every row, with mr x nr register tiles sized to this host's vectors.
 Each seed is a config of the space that builds and matches numpy at every vector width; operators
 the rule does not fit get none; a tuning run measures the seeds in its first batch."""
@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 import autosched as asc
-from autosched.codegen.host_isa import VECTOR_BYTES_ENV
-from autosched.schedule.space_seeds import accumulator_budget
-from autosched.schedule.spaces import make_space
-from autosched.search.tuner import TaskTuner, TuneOptions
-from autosched.target import Target
+from autosched.space.cpu_seeds import accumulator_budget
+from autosched.space.registry import make_space
+from autosched.target.host_isa import VECTOR_BYTES_ENV
+from autosched.target.key import Target
+from autosched.tuning.tuner import TaskTuner, TuneOptions
 from autosched.workload import Workload
 from tests.support.recording import RecordingMeasurer
 
@@ -106,7 +106,7 @@ def test_dense_seeds_pack_the_weight_transposed_and_match_numpy(monkeypatch, nby
 
 
 def test_only_a_weight_read_along_the_vectorized_axis_is_packed_transposed() -> None:
-    from autosched.schedule.space_seeds import pack_layout
+    from autosched.space.cpu_seeds import pack_layout
 
     def acc(op, *args):
         return next(t.op for t in Workload.create(op, *args).dag.computes if t.op.reduce_axis)
@@ -121,7 +121,7 @@ def _acc(op, *args):
 
 
 def test_a_channel_axis_is_offered_only_where_rows_are_not_whole_lines() -> None:
-    from autosched.schedule.space_seeds import channel_axis
+    from autosched.space.cpu_seeds import channel_axis
 
     assert channel_axis(_acc("conv2d_nchw", 1, 16, 56, 56, 64, 3, 3, 1, 1), 16) == 1  # 56-wide rows
     assert channel_axis(_acc("conv2d_nchw", 1, 16, 64, 64, 64, 3, 3, 1, 1), 16) is None  # 64 = 4 lines

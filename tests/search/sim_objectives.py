@@ -16,7 +16,7 @@ from functools import cache
 
 import numpy as np
 
-from autosched.schedule.knobs import Config, ConfigSpace, Knob
+from autosched.space.knobs import Config, ConfigSpace, Knob
 
 
 def _rugged(config: Config, salt: str) -> float:

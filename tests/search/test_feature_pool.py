@@ -14,11 +14,11 @@ import math
 import numpy as np
 import pytest
 
-from autosched.schedule.spaces import make_space
-from autosched.search import feature_pool
-from autosched.search.candidates import CandidateCache
-from autosched.search.tuner import TaskTuner, TuneOptions
-from autosched.target import Target
+from autosched.space.registry import make_space
+from autosched.target.key import Target
+from autosched.tuning import feature_pool
+from autosched.tuning.candidates import CandidateCache
+from autosched.tuning.tuner import TaskTuner, TuneOptions
 from autosched.workload import Workload
 
 pytestmark = pytest.mark.timeout(300)
@@ -111,7 +111,8 @@ class _SyntheticMeasurer:
     """Costs from the schedule's steps alone: the same schedule always costs the same."""
 
     def measure(self, inputs):
-        from autosched.measure.types import ErrorCode, MeasureResult
+        from autosched.compile.types import ErrorCode
+        from autosched.measure.types import MeasureResult
 
         return [MeasureResult((1e-4 * (1 + int(hashlib.sha1(i.steps_json.encode()).hexdigest()[:6], 16) % 997 / 100),),
                               ErrorCode.NO_ERROR) for i in inputs]

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autosched.schedule.knobs import ONEHOT_MAX, ConfigSpace, Knob, SpaceTooLargeError
+from autosched.space.knobs import ONEHOT_MAX, ConfigSpace, Knob, SpaceTooLargeError
 
 
 def _space() -> ConfigSpace:

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from sim_objectives import run_search, tile_objective, trials_to_reach
 
-from autosched.schedule.knobs import ConfigSpace, Knob
 from autosched.search import SEARCHERS, Searcher, available, make_searcher, searcher_class
+from autosched.space.knobs import ConfigSpace, Knob
 
 NAMES = ["random", "grid", "annealing", "genetic", "rl"]
 GUIDED = [False, True]

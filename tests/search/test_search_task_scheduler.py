@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from autosched.search import TaskScheduler
+from autosched.tuning.task_scheduler import TaskScheduler
 
 
 def _curve(start: float, floor: float, tau: float):

@@ -8,12 +8,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from autosched.compile.types import ErrorCode
 from autosched.cost_model.xgb_model import XGBModel
-from autosched.measure.types import ErrorCode, MeasureResult
-from autosched.search.candidates import CandidateCache, features_of_steps
+from autosched.measure.types import MeasureResult
 from autosched.search.random_search import RandomSearcher
-from autosched.search.tuner import TRANSFER_MIN_PAIRWISE, TaskTuner, TuneOptions
-from autosched.target import Target
+from autosched.target.key import Target
+from autosched.tuning.candidates import CandidateCache, features_of_steps
+from autosched.tuning.tuner import TRANSFER_MIN_PAIRWISE, TaskTuner, TuneOptions
 from autosched.workload import Workload
 
 W = Workload.create("matmul", 64, 64, 64)

@@ -10,11 +10,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from autosched.measure.types import ErrorCode, MeasureInput, MeasureResult
-from autosched.schedule.knobs import ConfigSpace, Knob
-from autosched.schedule.spaces import make_space
-from autosched.search.candidates import CandidateCache
-from autosched.search.transfer import (
+from autosched.compile.types import ErrorCode, MeasureInput
+from autosched.measure.types import MeasureResult
+from autosched.space.knobs import ConfigSpace, Knob
+from autosched.space.registry import make_space
+from autosched.target.key import Target
+from autosched.tuning.api import RecordToDB, add_transfer_seeds, open_db, register
+from autosched.tuning.candidates import CandidateCache
+from autosched.tuning.transfer import (
     config_of_steps,
     diverse_first,
     families_first,
@@ -22,9 +25,7 @@ from autosched.search.transfer import (
     transfer_seeds,
     transplant,
 )
-from autosched.search.tuner import TaskTuner, TuneOptions
-from autosched.target import Target
-from autosched.tuning import RecordToDB, add_transfer_seeds, open_db, register
+from autosched.tuning.tuner import TaskTuner, TuneOptions
 from autosched.workload import Workload
 from tests.support.recording import RecordingMeasurer
 
@@ -68,7 +69,7 @@ def test_transplant_keeps_a_choice_that_exists_and_takes_the_nearest_one_otherwi
 def test_a_register_tile_moved_to_a_smaller_matmul_keeps_its_rows() -> None:
     """matmul 512^3's 8x32 tile over all rows, (64, 8), does not fit 256 rows: the middle level
     shrinks to (32, 8), not the register tile to (64, 4); (128, 4) likewise becomes (64, 4)."""
-    from autosched.schedule.spaces import make_space
+    from autosched.space.registry import make_space
 
     space = make_space(Workload.create("matmul", 256, 256, 256), "cpu").space
     base = {k.name: k.choices[0] for k in space.knobs}
@@ -158,7 +159,7 @@ def test_a_record_of_an_unreadable_format_is_skipped_not_fatal(db) -> None:
 
 
 def test_a_stored_workload_that_breaks_is_skipped_with_a_warning(db, monkeypatch) -> None:
-    import autosched.schedule.spaces as spaces
+    import autosched.space.registry as spaces
 
     big = Workload.create("matmul", 128, 128, 128)
     big_space = make_space(big, "cpu")

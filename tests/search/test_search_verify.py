@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from autosched.measure.types import ErrorCode, MeasureResult
-from autosched.search.tuner import VERIFY_ROUNDS, TaskTuner, TuneOptions
-from autosched.target import Target
+from autosched.compile.types import ErrorCode
+from autosched.measure.types import MeasureResult
+from autosched.target.key import Target
+from autosched.tuning.tuner import VERIFY_ROUNDS, TaskTuner, TuneOptions
 from autosched.workload import Workload
 
 W = Workload.create("matmul", 32, 32, 32)

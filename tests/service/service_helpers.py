@@ -31,7 +31,7 @@ def free_port() -> int:
 
 
 class ApiServer:
-    """`python -m autosched.service.cli --db URL serve ...` as a subprocess."""
+    """`python -m autosched.cli.main --db URL serve ...` as a subprocess."""
 
     def __init__(self, db_url: str, log_dir: Path, *, ray_address: str | None = None, max_running_jobs: int = 1,
                  extra: list[str] | None = None, port: int | None = None) -> None:
@@ -48,7 +48,7 @@ class ApiServer:
 
     def start(self, timeout: float = 90.0) -> ApiServer:
         self.starts += 1
-        cmd = [sys.executable, "-m", "autosched.service.cli", "--db", self.db_url, "serve", "--port", str(self.port),
+        cmd = [sys.executable, "-m", "autosched.cli.main", "--db", self.db_url, "serve", "--port", str(self.port),
                "--token", f"admin:{TOKEN}", "--read-token", f"viewer:{READ_TOKEN}",
                "--max-running-jobs", str(self.max_running_jobs), "--log-level", "warning", *self.extra]
         if self.ray_address:

@@ -15,8 +15,8 @@ from service_helpers import AUTH, READ_TOKEN, TOKEN
 from autosched import te
 from autosched.service.app import create_app
 from autosched.service.settings import ServiceSettings
-from autosched.target import Target
-from autosched.tuning import register
+from autosched.target.key import Target
+from autosched.tuning.api import register
 from autosched.workload import Workload
 from tuning_db import TuningDB, sqlite_url
 from tuning_db.types import RecordIn

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from service_helpers import TOKEN, ApiServer
 
-from autosched.service import cli_service
-from autosched.service.cli import build_parser
+from autosched.cli import service_commands as cli_service
+from autosched.cli.main import build_parser
 from autosched.service.server import parse_gpu_list, worker_command
 from autosched.service.settings import ServiceSettings, parse_tokens, settings_from_env
 from tuning_db import sqlite_url
@@ -76,7 +76,7 @@ def test_worker_command_joins_with_detected_gpus() -> None:
     res = json.loads(next(c for c in cmd if c.startswith("--resources=")).split("=", 1)[1])
     assert res == {"autosched_worker": 1, "gpu_model_NVIDIA_H200": 2}
     assert "--num-gpus=0" in worker_command("h:1", None, None, [])
-    r = subprocess.run([sys.executable, "-m", "autosched.service.cli", "worker", "--address", "127.0.0.1:1",
+    r = subprocess.run([sys.executable, "-m", "autosched.cli.main", "worker", "--address", "127.0.0.1:1",
                         "--dry-run"], capture_output=True, text=True, timeout=60, check=False)
     assert r.returncode == 0 and "ray start --address=127.0.0.1:1 --block" in r.stdout.replace(
         str(Path(sys.executable).with_name("ray")), "ray")
@@ -90,7 +90,7 @@ def test_client_commands_against_a_live_server(tmp_path: Path) -> None:
 
     def cli(*argv: str, token: str | None = TOKEN) -> subprocess.CompletedProcess[str]:
         extra = ["--server", server.url] + (["--token", token] if token else [])
-        return subprocess.run([sys.executable, "-m", "autosched.service.cli", *argv, *extra],
+        return subprocess.run([sys.executable, "-m", "autosched.cli.main", *argv, *extra],
                               capture_output=True, text=True, timeout=60, check=False)
 
     try:
@@ -110,7 +110,7 @@ def test_client_commands_against_a_live_server(tmp_path: Path) -> None:
         assert r.returncode == 0 and "cancelled" in r.stdout
         r = cli("best", key)
         assert r.returncode == 2 and "no tuned schedule" in r.stderr
-        r = subprocess.run([sys.executable, "-m", "autosched.service.cli", "status", "--server",
+        r = subprocess.run([sys.executable, "-m", "autosched.cli.main", "status", "--server",
                             "http://127.0.0.1:1"], capture_output=True, text=True, timeout=60, check=False)
         assert r.returncode == 2 and "cannot reach the service" in r.stderr
     finally:

@@ -23,7 +23,7 @@ from loopback_cluster import LoopbackCluster
 from service_helpers import AUTH, TOKEN, ApiServer, finished, job_body, wait_job
 
 from autosched import te
-from autosched.measure.types import ErrorCode
+from autosched.compile.types import ErrorCode
 from autosched.service.server import session_pids
 from autosched.workload import Workload
 
@@ -71,7 +71,7 @@ def _records(c: httpx.Client, key: str) -> list[dict]:
 
 
 def _cli(api: ApiServer, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "autosched.service.cli", *args, "--server", api.url,
+    return subprocess.run([sys.executable, "-m", "autosched.cli.main", *args, "--server", api.url,
                            "--token", TOKEN], capture_output=True, text=True, timeout=60, check=False)
 
 

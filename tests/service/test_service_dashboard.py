@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from service_helpers import TOKEN, ApiServer, job_body
 
-from autosched.target import Target
+from autosched.target.key import Target
 from tuning_db import TuningDB, sqlite_url
 from tuning_db.types import RecordIn
 

@@ -14,8 +14,8 @@ from autosched.service.app import create_app
 from autosched.service.job_runner import JobOutcome, JobSpec
 from autosched.service.manager import JobManager, Slot, Waiting, plan
 from autosched.service.settings import ServiceSettings
-from autosched.target import Target
-from autosched.tuning import register
+from autosched.target.key import Target
+from autosched.tuning.api import register
 from autosched.workload import Workload
 from tuning_db import TuningDB, sqlite_url
 

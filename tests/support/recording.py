@@ -3,7 +3,8 @@ for tests that check which schedules a tuning run measures first."""
 
 from __future__ import annotations
 
-from autosched.measure.types import ErrorCode, MeasureResult
+from autosched.compile.types import ErrorCode
+from autosched.measure.types import MeasureResult
 
 
 class RecordingMeasurer:

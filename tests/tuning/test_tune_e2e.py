@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import autosched as asc
-from autosched.tuning import NoTunedScheduleError
+from autosched.tuning.api import NoTunedScheduleError
 from autosched.workload import Workload
 
 
@@ -78,7 +78,7 @@ def test_tune_rejects_bad_options(db_url):
 
 
 def _cli(*args, db):
-    return subprocess.run([sys.executable, "-m", "autosched.service.cli", "--db", db, *args],
+    return subprocess.run([sys.executable, "-m", "autosched.cli.main", "--db", db, *args],
                           capture_output=True, text=True, timeout=600, env={"AUTOSCHED_QUIET": "1",
                                                                             "PATH": "/usr/bin:/bin"})
 
@@ -125,7 +125,7 @@ def _matmul_template(cfg, s, tensors):
 
 
 def test_tune_with_expert_template(db_url):
-    from autosched.schedule.template import TemplateSpace
+    from autosched.space.template import TemplateSpace
 
     w = Workload.create("matmul", 48, 64, 16)
     space = TemplateSpace(w.dag, _matmul_template, w.args_order)
@@ -140,7 +140,7 @@ def test_tune_with_expert_template(db_url):
 
 def test_template_errors_are_clear():
     from autosched.schedule.state import ScheduleError
-    from autosched.schedule.template import TemplateSpace
+    from autosched.space.template import TemplateSpace
 
     w = Workload.create("matmul", 8, 8, 8)
 
@@ -157,8 +157,8 @@ def test_template_errors_are_clear():
 
 
 def test_sketch_rfactor_knob_gives_correct_row_reductions():
-    from autosched.schedule.space import SketchSpace
     from autosched.schedule.state import ScheduleError
+    from autosched.space.cpu_sketch import SketchSpace
 
     w = Workload.create("softmax", 8, 64)
     sp = SketchSpace(w.dag)
@@ -186,8 +186,8 @@ def test_sketch_rfactor_knob_gives_correct_row_reductions():
 def test_warm_start_learns_from_slow_records_too(db_url):
     """The transfer set spans each other workload's records, not only its best ones (a ranker needs both)."""
     from autosched.cost_model.xgb_model import XGBModel
-    from autosched.target import Target
-    from autosched.tuning import open_db, warm_start
+    from autosched.target.key import Target
+    from autosched.tuning.api import open_db, warm_start
 
     other = Workload.create("matmul", 32, 32, 32)
     asc.tune(other, "cpu", 16, db=db_url, batch_size=6, progress=False, seed=2, cost_model=None)

@@ -1,0 +1,1 @@
+"""The `autosched` command line."""

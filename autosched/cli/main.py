@@ -1,0 +1,219 @@
+"""`autosched` command line: tune, best, show, export, import, plot (and the service commands).
+
+Every command takes `--db URL` (default: `AUTOSCHED_DB_URL`, else the SQLite file under
+~/.cache/autosched). Service subcommands (serve, worker, submit, status) register themselves
+from `autosched.cli.service_commands` when that module is present.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def _parse_value(text: str):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def _workload(args):
+    from autosched.workload import Workload
+
+    values = [_parse_value(a) for a in args.args]
+    kwargs = {}
+    for kv in args.param or []:
+        k, _, v = kv.partition("=")
+        kwargs[k] = _parse_value(v)
+    return Workload.create(args.op, *values, **kwargs)
+
+
+def cmd_tune(args) -> int:
+    from autosched.tuning.api import tune
+    from autosched.tuning.tuner import VERIFY_ROUNDS
+
+    w = _workload(args)
+    print(f"tuning {w.name}{tuple(w.args)} key={w.key} target={args.target} trials={args.trials} "
+          f"searcher={args.searcher} cost_model={args.cost_model}", flush=True)
+    r = tune(w, args.target, args.trials, searcher=args.searcher,
+             cost_model=None if args.cost_model == "none" else args.cost_model, db=args.db, runner=args.runner,
+             batch_size=args.batch_size, early_stopping=args.early_stopping, seed=args.seed, plot=args.plot,
+             verify=args.verify, transfer=not args.no_transfer)
+    if r.best_steps_json is None:
+        print(f"no valid schedule found in {r.trials} trials; errors: {r.errors}")
+        return 1
+    print(f"best: {r.best_cost * 1e3:.4f} ms  {r.best_gflops:.1f} GFLOP/s  after {r.trials} trials "
+          f"({r.measured} measured, {r.reused} reused from the database) in {r.seconds:.1f} s")
+    if r.transferred:
+        print(f"started from {r.transferred} schedules moved from the same operator's best at other shapes")
+    if r.verified:
+        print(f"verified: the best {len(r.verified)} schedules measured {1 + VERIFY_ROUNDS} times each; the "
+              f"best by its median wins (the run's fastest single measurement: {r.curve[-1][1]:.1f} GFLOP/s)")
+    print(f"errors: {r.errors or 'none'}")
+    print(f"workload key: {w.key}")
+    if args.plot:
+        print(f"tuning curve: {args.plot}")
+    return 0
+
+
+def _db(args):
+    from autosched.tuning.api import open_db
+
+    return open_db(args.db)
+
+
+def _target_key(db, key: str, target: str) -> str | None:
+    from autosched.target.key import Target
+
+    if "|" in target:
+        return target
+    host = Target.parse(target).key
+    keys = {r.target_key for r in db.records(key)}
+    if host in keys or not keys:
+        return host
+    same_kind = sorted(k for k in keys if k.startswith(target + "|"))
+    return same_kind[0] if same_kind else host
+
+
+def cmd_best(args) -> int:
+    db = _db(args)
+    tk = _target_key(db, args.key, args.target)
+    rec = db.best(args.key, tk)
+    if rec is None:
+        print(f"no tuned schedule for workload {args.key} on target {tk}", file=sys.stderr)
+        return 2
+    w = db.workload(args.key)
+    gf = (w.flops / rec.median / 1e9) if w and rec.median else 0.0
+    print(json.dumps({"workload_key": rec.workload_key, "target": rec.target_key, "median_ms": rec.median * 1e3,
+                      "gflops": round(gf, 2), "host": rec.host, "created": rec.created.isoformat(),
+                      "steps": json.loads(rec.steps_json)}, indent=2))
+    return 0
+
+
+def cmd_show(args) -> int:
+    from autosched.codegen.render import render
+    from autosched.schedule.replay import schedule_from_steps
+    from autosched.workload import Workload
+
+    db = _db(args)
+    tk = _target_key(db, args.key, args.target)
+    rec = db.best(args.key, tk)
+    info = db.workload(args.key)
+    if rec is None or info is None:
+        print(f"no tuned schedule for workload {args.key} on target {tk}", file=sys.stderr)
+        return 2
+    w = Workload.from_json(info.spec)
+    s, a = schedule_from_steps(w, rec.steps_json)
+    src, func = render(s, a, tk)
+    print(f"# {w.name}{tuple(w.args)}  best {rec.median * 1e3:.4f} ms on {tk}")
+    print("# schedule as primitive calls:")
+    print(s.as_python())
+    print("\n# loop nest:")
+    print(func.show())
+    if not args.no_source:
+        print(f"\n# generated {src.language} source:")
+        print(src.code)
+    return 0
+
+
+def cmd_export(args) -> int:
+    db = _db(args)
+    n = db.export_jsonl(args.file, workload_key=args.key)
+    print(f"exported {n} records to {args.file}")
+    return 0
+
+
+def cmd_import(args) -> int:
+    db = _db(args)
+    n = db.import_jsonl(args.file)
+    print(f"imported {n} records from {args.file}")
+    return 0
+
+
+def cmd_plot(args) -> int:
+    import math
+
+    from autosched.tuning.api import plot_curves
+
+    db = _db(args)
+    tk = _target_key(db, args.key, args.target)
+    info = db.workload(args.key)
+    recs = sorted(db.records(args.key, tk), key=lambda r: (r.created, r.id))
+    if info is None or not recs:
+        print(f"no records for workload {args.key} on target {tk}", file=sys.stderr)
+        return 2
+    best, curve = math.inf, []
+    for n, r in enumerate(recs, 1):
+        if r.median is not None and r.error_code == 0:
+            best = min(best, r.median)
+        curve.append((n, info.flops / best / 1e9 if math.isfinite(best) else 0.0))
+    out = plot_curves({info.name: curve}, args.out, title=f"{info.name} on {tk}")
+    print(f"wrote {out}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="autosched", description="auto-scheduling search for tensor operators")
+    p.add_argument("--db", default=None, help="database URL or SQLite path (default: AUTOSCHED_DB_URL or "
+                                              "~/.cache/autosched/tuning.db)")
+    sub = p.add_subparsers(dest="command", required=True)
+    t = sub.add_parser("tune", help="tune an operator of the library")
+    t.add_argument("op", help="registered op name, e.g. matmul")
+    t.add_argument("args", nargs="*", help="op arguments, e.g. 1024 1024 1024")
+    t.add_argument("--param", action="append", help="keyword argument NAME=VALUE (repeatable)")
+    t.add_argument("--target", default="cpu")
+    t.add_argument("--trials", type=int, default=200)
+    t.add_argument("--searcher", default="genetic", help="random, grid, annealing, genetic, rl")
+    t.add_argument("--cost-model", default="xgb", choices=["xgb", "random", "none"])
+    t.add_argument("--batch-size", type=int, default=16)
+    t.add_argument("--early-stopping", type=int, default=None)
+    t.add_argument("--verify", type=int, default=4,
+                   help="re-measure this many of the best schedules at the end; the best median wins (0: off)")
+    t.add_argument("--no-transfer", action="store_true",
+                   help="do not start from the best stored schedules of the same operator at other shapes")
+    t.add_argument("--runner", default=None, help="'ray' for an embedded Ray cluster, or HOST:PORT of one")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--plot", default=None, help="write the tuning curve to this PNG")
+    t.set_defaults(fn=cmd_tune)
+    for name, fn, hlp in (("best", cmd_best, "best record of a workload key"),
+                          ("show", cmd_show, "best schedule as primitive calls, loop nest and source")):
+        c = sub.add_parser(name, help=hlp)
+        c.add_argument("key")
+        c.add_argument("--target", default="cpu")
+        if name == "show":
+            c.add_argument("--no-source", action="store_true")
+        c.set_defaults(fn=fn)
+    e = sub.add_parser("export", help="export records as JSON lines")
+    e.add_argument("file")
+    e.add_argument("--key", default=None)
+    e.set_defaults(fn=cmd_export)
+    i = sub.add_parser("import", help="import records from JSON lines")
+    i.add_argument("file")
+    i.set_defaults(fn=cmd_import)
+    pl = sub.add_parser("plot", help="tuning curve of a workload from its records (PNG)")
+    pl.add_argument("key")
+    pl.add_argument("--target", default="cpu")
+    pl.add_argument("--out", default="tuning_curve.png")
+    pl.set_defaults(fn=cmd_plot)
+    try:
+        from autosched.cli import service_commands as cli_service
+    except ImportError:
+        cli_service = None
+    if cli_service is not None:
+        cli_service.register(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.fn(args) or 0)
+    except (ValueError, LookupError, TypeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Build: compile rendered source (C compiler, NVRTC, Triton) into kernels a runner can call."""

@@ -1,0 +1,1 @@
+"""Search spaces: knobs, sketch rules, rule-derived seeds and templates for CPU and GPU targets."""

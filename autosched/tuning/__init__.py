@@ -1,0 +1,1 @@
+"""The tuner loop, the task scheduler, candidate making, transfer, and the public tune API."""

@@ -1,0 +1,312 @@
+"""The tuner loop for one workload: propose a batch, build and measure it, learn, repeat.
+
+Side effects (database records, model updates, progress) are callbacks on the measurer, so the
+loop itself only moves candidates between the searcher and the measurer. Schedules already in the
+database for this workload and target are not measured again (resume): their stored costs are fed
+to the searcher and the model instead.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from autosched.compile.types import ErrorCode, MeasureInput
+from autosched.measure.types import MeasureResult
+from autosched.search.base import UNBUILDABLE_SCORE
+from autosched.search.registry import make_searcher
+from autosched.space.registry import make_space
+from autosched.target.key import Target
+from autosched.tuning.candidates import CandidateCache
+from autosched.workload import Workload
+from tuning_db.ranking import upper_median  # how the database judges a re-measured schedule
+
+
+@dataclass(frozen=True)
+class TuneOptions:
+    trials: int = 200
+    batch_size: int = 16
+    searcher: str = "genetic"
+    cost_model: str | None = "xgb"  # "xgb", "random" or None (measurements alone)
+    seed: int = 0
+    early_stopping: int | None = None  # stop after this many trials without improvement
+    searcher_options: dict = field(default_factory=dict)
+    verify: int = 4  # re-measure this many of the best schedules at the end (0: off); see TaskTuner.verify
+    transfer: bool = True  # with the xgb model: also start from other workloads' best schedules (search.transfer)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.trials, int) or self.trials < 1:
+            raise ValueError(f"trials must be a positive integer, got {self.trials!r}")
+        if not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}")
+        if not isinstance(self.verify, int) or self.verify < 0:
+            raise ValueError(f"verify must be an integer >= 0, got {self.verify!r}")
+        if self.cost_model not in (None, "xgb", "random"):
+            raise ValueError(f"unknown cost model {self.cost_model!r}; use 'xgb', 'random' or None")
+
+
+@dataclass
+class TuneResult:
+    workload: Workload
+    target: str
+    best_cost: float
+    best_steps_json: str | None
+    curve: list[tuple[int, float]]  # (trials so far, best single measurement so far in GFLOP/s)
+    trials: int
+    measured: int
+    reused: int
+    errors: dict[str, int]
+    seconds: float
+    verified: dict[str, float] = field(default_factory=dict)
+    """steps hash -> cost after re-measurement, for the schedules `TaskTuner.verify` re-measured;
+    `best_cost` is then the best of these, which can be slower than the curve's lucky last point."""
+    transferred: int = 0
+    """Schedules of other workloads (same operator, other shapes) the run started from."""
+
+    @property
+    def best_gflops(self) -> float:
+        return self.workload.flops / self.best_cost / 1e9 if math.isfinite(self.best_cost) else 0.0
+
+
+TRANSFER_EXPLORE_SHARE = 0.5
+"""Share of a batch picked at random while the model knows only other workloads' records."""
+TRANSFER_MIN_PAIRWISE = 0.5
+"""Pairwise accuracy on this workload's own batch below which transferred records are dropped: a
+model that orders this workload's schedules worse than a coin does. Measured on the first batches
+of the efficiency runs (2026-12-03): matmul/batch_matmul records ranked dense+bias+relu's at
+0.36-0.45, matmul 512's ranked matmul 256's at 0.51 and above in all but rare seeds (a 0.6 bar
+dropped those helpful records in one offline replay of six)."""
+
+
+VERIFY_ROUNDS = 2
+"""Re-measurements of each verified schedule (with its first measurement: a median of three)."""
+VERIFY_PASSES = 3
+"""Passes of `TaskTuner.verify`: a pass re-measures the schedules measured once that are still faster
+than the verified best, so the result is what the database's ranking picks."""
+RAMP_MIN_BATCH = 8
+"""First batches of a model-guided run (then half of the trials so far, up to the batch size).
+Offline (2026-12-03, benchmarks/sim_search_pool.py: 480 randomly chosen measured matmul 256^3
+schedules, 12 seeds, the warm-start records of three efficiency runs), model-guided picks with this
+ramp reached 95% of their final best at trials 26/9/19 against 25/23/25 with batches of 16 (random
+search: 36); with batches of 8 throughout (8 seeds), at 10/9/19."""
+
+
+def make_cost_model(name: str | None, seed: int):
+    if name is None:
+        return None
+    if name == "random":
+        from autosched.cost_model.random_model import RandomModel
+
+        return RandomModel(seed=seed)
+    from autosched.cost_model.xgb_model import XGBModel
+
+    return XGBModel(seed=seed, min_samples=16)
+
+
+class TaskTuner:
+    """Tunes one workload on one target; `step(n)` runs one batch and can be interleaved with others."""
+
+    def __init__(self, workload: Workload, target: Target, measurer, options: TuneOptions,
+                 known: dict[str, float] | None = None, model=None,
+                 on_batch: Callable[[TaskTuner], None] | None = None, space=None,
+                 check_transfer: bool = True) -> None:
+        self.workload, self.target, self.measurer, self.options = workload, target, measurer, options
+        # a model warm-started from other workloads' records is checked against this workload's own
+        # measurements and made to forget them if they mislead (off when the model is shared by live
+        # tasks of a scheduler: their records are not stale transfer)
+        self.check_transfer = check_transfer
+        self.transfer_checks: list[float] = []  # pairwise accuracy of the model's scores on each batch
+        self.transfer_dropped = False
+        self.space = space if space is not None else make_space(workload, target.kind)
+        self.cands = CandidateCache(workload, self.space, target.kind)
+        self.model = model if model is not None else make_cost_model(options.cost_model, options.seed)
+        predictor = self._predict if self.model is not None else None
+        self.searcher = make_searcher(options.searcher, self.space.space, seed=options.seed, predictor=predictor,
+                                      options=options.searcher_options or None)
+        # a space may carry rule-derived starting points (GPU gemm: device-sized tiles); measured first
+        seeds = getattr(self.space, "seeds", ())
+        if seeds:
+            self.searcher.add_seeds(self.space.space.index_of(v) for v in seeds)
+        self.known = dict(known or {})  # steps_hash -> cost from the database
+        self.on_batch = on_batch
+        self.best_cost, self.best_steps = math.inf, None
+        self.curve: list[tuple[int, float]] = []
+        self.trials = self.measured = self.reused = 0
+        self.errors: dict[str, int] = {}
+        self._since_improvement = 0
+        self.evaluated: dict[str, tuple[float, str]] = {}  # steps hash -> (cost, steps JSON), valid ones
+        self._costs: dict[str, list[float]] = {}  # steps hash -> every valid cost seen in this run
+        self.verified: dict[str, float] = {}
+        self.transfer_seeds: list[tuple[int, ...]] = []
+
+    def add_transfer_seeds(self, configs: Sequence[tuple[int, ...]]) -> None:
+        """Measure these configs first (other workloads' best schedules moved onto this space, see
+        `autosched.tuning.transfer`); a seed already measured or invalid here is skipped."""
+        self.transfer_seeds.extend(configs)
+        self.searcher.add_seeds(configs)
+
+    def _predict(self, configs: Sequence[tuple[int, ...]]) -> np.ndarray:
+        feats = self.cands.features(list(configs))
+        scores = self.model.predict(feats)
+        bad = [not self.cands.get(c).ok for c in configs]
+        scores = np.where(bad, UNBUILDABLE_SCORE, scores)
+        return scores
+
+    @property
+    def done(self) -> bool:
+        if self.trials >= self.options.trials or self.searcher.exhausted:
+            return True
+        es = self.options.early_stopping
+        return es is not None and self._since_improvement >= es
+
+    def step(self) -> int:
+        """Run one batch; returns the number of trials it used."""
+        n = min(self.batch_now(), self.options.trials - self.trials)
+        if self.model is not None:
+            transferred_only = self.model.is_trained and self.model.count_group(self.workload.key) == 0
+            self.searcher.explore_floor = TRANSFER_EXPLORE_SHARE if transferred_only else 0.0
+            if not self.model.is_trained:
+                # an untrained model scores by a hash of the features: evolving candidates on it
+                # collapses the batch onto one family (13 of 14 trials of matmul 1024^3's first batch
+                # were one scalar tile, 1.2 s a call, 2026-12-06); measure random configs, as Ansor does
+                self.searcher.explore_floor = 1.0
+        configs = self.searcher.propose(n)
+        if not configs:
+            return 0
+        costs: list[float] = [math.inf] * len(configs)
+        to_measure: list[tuple[int, MeasureInput]] = []
+        for k, cfg in enumerate(configs):
+            c = self.cands.get(cfg)
+            if not c.ok:
+                self.errors["INSTANTIATION_ERROR"] = self.errors.get("INSTANTIATION_ERROR", 0) + 1
+                continue
+            if c.steps_hash in self.known:
+                costs[k] = self.known[c.steps_hash]
+                self.reused += 1
+                continue
+            to_measure.append((k, MeasureInput(self.workload.key, self.workload.to_json(), self.target.key,
+                                               c.steps_json)))
+        if to_measure:
+            results: list[MeasureResult] = self.measurer.measure([inp for _, inp in to_measure])
+            for (k, _inp), res in zip(to_measure, results):
+                self.measured += 1
+                if res.ok:
+                    costs[k] = res.median
+                    h = self.cands.get(configs[k]).steps_hash
+                    self.known[h] = res.median
+                    # two knob settings can give one schedule: both measurements count, as in the database
+                    self._costs.setdefault(h, []).append(res.median)
+                else:
+                    name = ErrorCode(res.error_code).name
+                    self.errors[name] = self.errors.get(name, 0) + 1
+        self.searcher.update(configs, costs)
+        improved = False
+        for cfg, cost in zip(configs, costs):
+            self.trials += 1
+            if math.isfinite(cost):
+                c = self.cands.get(cfg)
+                seen = self._costs.setdefault(c.steps_hash, [])
+                if not seen:
+                    seen.append(cost)  # reused from the database
+                self.evaluated[c.steps_hash] = (upper_median(seen), c.steps_json)
+            if cost < self.best_cost:
+                self.best_cost, self.best_steps = cost, self.cands.get(cfg).steps_json
+                improved = True
+            self.curve.append((self.trials, self.workload.flops / self.best_cost / 1e9
+                               if math.isfinite(self.best_cost) else 0.0))
+        self._since_improvement = 0 if improved else self._since_improvement + len(configs)
+        if self.model is not None:
+            ok = [(c, x) for c, x in zip(configs, costs) if math.isfinite(x) and self.cands.get(c).ok]
+            if ok:
+                feats = self.cands.features([c for c, _ in ok])
+                thr = np.array([self.workload.flops / x for _, x in ok])
+                self._check_transfer(feats, thr)
+                self.model.update(feats, thr, [self.workload.key] * len(ok))
+        if self.on_batch is not None:
+            self.on_batch(self)
+        return len(configs)
+
+    def batch_now(self) -> int:
+        """Size of the next batch. With a cost model, batches start at RAMP_MIN_BATCH and grow to
+        half of the trials so far, up to `batch_size`: the model learns this workload from its first
+        measurements, and each batch it picks from a model refitted sooner is a better batch."""
+        full = self.options.batch_size
+        if self.model is None:
+            return full
+        return min(full, max(RAMP_MIN_BATCH, self.trials // 2))
+
+    def _check_transfer(self, feats: np.ndarray, thr: np.ndarray) -> None:
+        """Score the batch just measured with the model as it was when the batch was chosen; if the
+        model still holds other workloads' records and ranks this workload's measurements no better
+        than TRANSFER_MIN_PAIRWISE, drop those records (measured: records of a matmul and a
+        batch_matmul steered dense+bias+relu's guided search to 8 GFLOP/s candidates, random's 19)."""
+        from autosched.cost_model.metrics import pairwise_accuracy
+
+        key = self.workload.key
+        if not self.check_transfer or not self.model.is_trained or len(thr) < 4 \
+                or self.model.count_group(key) == self.model.n_samples:
+            return
+        acc = float(pairwise_accuracy(thr, self.model.predict(feats)))
+        self.transfer_checks.append(acc)
+        if acc < TRANSFER_MIN_PAIRWISE:
+            self.model.keep_only_group(key)
+            self.transfer_dropped = True
+
+    def verify(self) -> None:
+        """Re-measure the `options.verify` best schedules VERIFY_ROUNDS times, all of them back to back
+        in each round, and make the best by the median of each one's measurements the result.
+
+        Why: candidates are measured minutes apart, and on a shared machine one measurement can be
+        lucky by 20-50%; the fastest single measurement is then the luckiest of the near-equal top
+        schedules, not the fastest (2026-12-03, softmax 4096x1024 on the 2-core VM: the pick of a
+        200-trial run took 1.38 ms when measured and 2.08 ms timed again, while a schedule with
+        streaming stores was 12-18% faster than it in every same-process comparison). The
+        re-measurements are stored like any other, and the database judges a schedule by all its
+        records the same way (`tuning_db.ranking`), so `apply_best` agrees with this result. A failed
+        re-measurement is counted as an error and leaves that schedule judged by the others.
+        """
+        k = self.options.verify
+        if k <= 0 or len(self.evaluated) < 2:
+            return
+        by_cost = sorted(self.evaluated, key=lambda h: (self.evaluated[h][0], h))
+        todo = by_cost[:k]
+        for _ in range(VERIFY_PASSES):
+            samples = {h: self._costs[h] for h in todo}
+            for r in range(VERIFY_ROUNDS):
+                order = todo[r % len(todo):] + todo[: r % len(todo)]  # rotate: none always goes first
+                inputs = [MeasureInput(self.workload.key, self.workload.to_json(), self.target.key,
+                                       self.evaluated[h][1]) for h in order]
+                for h, res in zip(order, self.measurer.measure(inputs)):
+                    self.measured += 1
+                    if res.ok:
+                        samples[h].append(res.median)
+                    else:
+                        name = ErrorCode(res.error_code).name
+                        self.errors[name] = self.errors.get(name, 0) + 1
+            self.verified.update({h: upper_median(v) for h, v in samples.items()})
+            best = min(self.verified.values())
+            # a schedule measured once and faster than the verified best would win by that one measurement
+            todo = [h for h in by_cost if h not in self.verified and self.evaluated[h][0] < best][:k]
+            if not todo:
+                break
+        win = min(self.evaluated, key=lambda h: (self.verified.get(h, self.evaluated[h][0]), h))
+        self.best_cost = self.verified.get(win, self.evaluated[win][0])
+        self.best_steps = self.evaluated[win][1]
+
+    def result(self, seconds: float) -> TuneResult:
+        return TuneResult(self.workload, self.target.key, self.best_cost, self.best_steps, self.curve,
+                          self.trials, self.measured, self.reused, self.errors, seconds, dict(self.verified),
+                          len(self.transfer_seeds))
+
+    def run(self, should_stop: Callable[[], bool] | None = None) -> TuneResult:
+        t0 = time.perf_counter()
+        while not self.done and not (should_stop is not None and should_stop()):
+            if self.step() == 0:
+                break
+        if not (should_stop is not None and should_stop()):
+            self.verify()
+        return self.result(time.perf_counter() - t0)
