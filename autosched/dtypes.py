@@ -12,6 +12,9 @@ SUPPORTED_DTYPES: tuple[str, ...] = ("float32", "float64", "float16", "bfloat16"
 FLOAT_DTYPES = frozenset({"float32", "float64", "float16", "bfloat16"})
 INT_DTYPES = frozenset({"int32", "int64"})
 _FLOAT_RANK = {"float16": 1, "bfloat16": 1, "float32": 2, "float64": 3}
+# bytes per element of each supported dtype (bool is stored as one byte)
+DTYPE_BYTES: dict[str, int] = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8,
+                               "bool": 1}
 
 
 class DTypeError(ValueError):
@@ -26,6 +29,13 @@ def check_dtype(dtype: str, what: str = "dtype") -> str:
             f"supported: {', '.join(d for d in SUPPORTED_DTYPES if d != 'bool')}"
         )
     return dtype
+
+
+def dtype_bytes(dtype: str) -> int:
+    """Bytes per element of `dtype`; raises DTypeError naming an unknown one."""
+    if dtype not in DTYPE_BYTES:
+        raise DTypeError(f"unknown dtype {dtype!r}; supported: {', '.join(SUPPORTED_DTYPES)}")
+    return DTYPE_BYTES[dtype]
 
 
 def is_float(dtype: str) -> bool:

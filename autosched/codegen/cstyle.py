@@ -10,8 +10,10 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from autosched.dtypes import dtype_bytes
 from autosched.lowering import arith
 from autosched.lowering.ir import Allocate, Buffer, Comment, For, IfThen, Load, LoweredFunc, Seq, Stmt, Store
+from autosched.target.vector import lanes
 from autosched.te.expr import Binary, Call, Cast, Const, Expr, Select, Var
 
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
@@ -216,7 +218,7 @@ class CStyleRenderer:
         b = s.buffer
         name = self.buf_name(b)
         st = self.d.storage_types[b.dtype]
-        nbytes = b.size * _bytes(b.dtype)
+        nbytes = b.size * dtype_bytes(b.dtype)
         self.emit("{", indent)
         if nbytes <= self.d.stack_limit_bytes and b.scope == "local":
             self.emit(f"{st} {name}[{b.size}] __attribute__((aligned(64)));", indent + 1)
@@ -291,7 +293,7 @@ class CStyleRenderer:
         dtype = vc.explicit_plan(s)
         if dtype is None:
             return False
-        w = vc.lanes(dtype)
+        w = lanes(dtype)
         n = arith.const_value(s.extent)
         vt = vc.vtype(dtype)
         stores = vc._stores(s.body)
@@ -336,7 +338,3 @@ def _size(s: Stmt) -> int:
     if isinstance(s, IfThen | Allocate):
         return 1 + _size(s.body)
     return 1
-
-
-def _bytes(dtype: str) -> int:
-    return {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8, "bool": 1}[dtype]

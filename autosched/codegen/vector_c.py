@@ -14,13 +14,14 @@ AVX2.
 
 from __future__ import annotations
 
+from autosched.dtypes import DTYPE_BYTES
 from autosched.lowering import arith
+from autosched.lowering.access import flat, invariant, stride_of
 from autosched.lowering.ir import For, Load, Seq, Stmt, Store
 from autosched.target.host_isa import vector_bytes
+from autosched.target.vector import lanes
 from autosched.te.expr import Binary, Const, Expr, Var
 
-CACHE_LINE_BYTES = 64
-_ELEM = {"float32": 4, "float64": 8}
 _CTYPE = {"float32": ("float", "f32"), "float64": ("double", "f64")}
 _ARITH = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
 _MINMAX = {"max": ">", "min": "<"}
@@ -46,8 +47,8 @@ def vector_prelude() -> str:
         # `a cmp b ? a : b` in every lane, as the scalar code, through the comparison's lane mask: a
         # loop over the lanes made gcc keep vectors in memory (the relu epilogue of an 8x32 dense
         # tile took 13.0 ms where the same kernel without it took 8.6)
-        it = f"asc_i{_ELEM[dtype] * 8}x{nbytes // _ELEM[dtype]}"
-        out.append(f"typedef int{_ELEM[dtype] * 8}_t {it} __attribute__((vector_size({nbytes})));")
+        it = f"asc_i{DTYPE_BYTES[dtype] * 8}x{nbytes // DTYPE_BYTES[dtype]}"
+        out.append(f"typedef int{DTYPE_BYTES[dtype] * 8}_t {it} __attribute__((vector_size({nbytes})));")
         for op, cmp in _MINMAX.items():
             out.append(f"static inline {vt} asc_{op}_{vt}({vt} a, {vt} b) {{ {it} m = a {cmp} b; "
                        f"return ({vt})((m & ({it})a) | (~m & ({it})b)); }}")
@@ -76,50 +77,12 @@ def stream_prelude() -> str:
     return "\n".join(out) + "\n"
 
 
-def lanes(dtype: str) -> int:
-    """Elements per vector register of this host (0: no vector type for `dtype`)."""
-    return vector_bytes() // _ELEM[dtype] if dtype in _ELEM else 0
-
-
-def line_lanes(dtype: str) -> int:
-    """Elements per 64-byte cache line: the unit streaming stores must write whole, on any host."""
-    return CACHE_LINE_BYTES // _ELEM[dtype] if dtype in _ELEM else 0
-
-
 def _stores(body: Stmt) -> list[Store] | None:
     if isinstance(body, Store):
         return [body]
     if isinstance(body, Seq) and all(isinstance(s, Store) for s in body.stmts):
         return list(body.stmts)
     return None
-
-
-def stride_of(index: Expr, var: Var) -> int | None:
-    """Coefficient of `var` in a flattened index, None when the index is not affine in it."""
-    lin = arith.to_linear(arith.simplify(index))
-    coeff = 0
-    for c, term in lin.terms.values():
-        if term is var:
-            coeff = c
-        elif any(n is var for n in _walk(term)):
-            return None
-    return coeff
-
-
-def _walk(e: Expr):
-    from autosched.te.expr import walk
-
-    return walk(e)
-
-
-def flat(buf, indices) -> Expr:
-    out: Expr = Const(0, "int32")
-    for d, idx in enumerate(indices):
-        stride = 1
-        for n in buf.shape[d + 1:]:
-            stride *= n
-        out = Binary("add", out, Binary("mul", idx, Const(stride, "int32"), "int32"), "int32")
-    return arith.simplify(out)
 
 
 def explicit_plan(loop: For) -> str | None:
@@ -138,17 +101,6 @@ def explicit_plan(loop: For) -> str | None:
         if not _vectorizable(st.value, loop.var, dtype):
             return None
     return dtype
-
-
-def invariant(e: Expr, var: Var) -> bool:
-    """Whether `e` does not depend on `var` at all (then it is one scalar, broadcast to the lanes)."""
-    from autosched.te.expr import children
-
-    if isinstance(e, Var):
-        return e is not var
-    if isinstance(e, Load):
-        return all(invariant(i, var) for i in e.indices)
-    return all(invariant(c, var) for c in children(e))
 
 
 def _vectorizable(e: Expr, var: Var, dtype: str) -> bool:

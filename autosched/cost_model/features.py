@@ -13,11 +13,11 @@ import math
 
 import numpy as np
 
+from autosched.dtypes import DTYPE_BYTES
 from autosched.lowering import arith
+from autosched.lowering.access import flat, stride_of
 from autosched.lowering.ir import Allocate, For, IfThen, Load, LoweredFunc, Seq, Stmt, Store
 from autosched.te.expr import Binary, Call, Cast, Expr, Select, Var, walk
-
-_BYTES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8, "bool": 1}
 
 STORE_FEATURES = (
     "executions", "float_add", "float_mul", "float_div", "float_minmax", "math_calls", "selects", "casts",
@@ -86,16 +86,12 @@ def size_relative(x: np.ndarray) -> np.ndarray:
 
 
 def _flat(buf, indices) -> Expr:
-    from autosched.codegen.vector_c import flat
-
     return flat(buf, indices)
 
 
 def _stride(index: Expr, var: Var | None) -> int | None:
     if var is None:
         return 0
-    from autosched.codegen.vector_c import stride_of
-
     return stride_of(index, var)
 
 
@@ -121,7 +117,7 @@ class _Walker:
             self.guards -= 1
         elif isinstance(s, Allocate):
             self.n_allocs += 1
-            self.alloc_bytes += s.buffer.size * _BYTES.get(s.buffer.dtype, 4)
+            self.alloc_bytes += s.buffer.size * DTYPE_BYTES.get(s.buffer.dtype, 4)
             self.stmt(s.body)
         elif isinstance(s, Store):
             self.rows.append(self.store(s))
@@ -175,14 +171,14 @@ class _Walker:
         st_stride = _stride(store_idx, var)
         f["innermost_is_reduce"] = float(st_stride == 0 and inner is not None)
         f["store_contiguous"] = float(st_stride == 1)
-        f["store_bytes"] = _BYTES.get(s.buffer.dtype, 4)
+        f["store_bytes"] = DTYPE_BYTES.get(s.buffer.dtype, 4)
         f["store_streaming"] = float(inner is not None and inner.streaming and s.buffer.scope == "param")
         loads = [n for n in walk(s.value) if isinstance(n, Load)]
         f["is_reduction_update"] = float(any(ld.buffer is s.buffer for ld in loads))
         uniq_param, uniq_local = {}, {}
         for ld in loads:
             f["loads"] += 1
-            f["load_bytes"] += _BYTES.get(ld.buffer.dtype, 4)
+            f["load_bytes"] += DTYPE_BYTES.get(ld.buffer.dtype, 4)
             stv = _stride(_flat(ld.buffer, ld.indices), var)
             if stv == 1:
                 f["loads_contiguous"] += 1
@@ -190,7 +186,7 @@ class _Walker:
                 f["loads_invariant"] += 1
             else:
                 f["loads_strided"] += 1
-            nbytes = ld.buffer.size * _BYTES.get(ld.buffer.dtype, 4)
+            nbytes = ld.buffer.size * DTYPE_BYTES.get(ld.buffer.dtype, 4)
             if ld.buffer.scope in ("local",):
                 f["local_loads"] += 1
                 uniq_local[id(ld.buffer)] = nbytes

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from autosched.dtypes import dtype_bytes
 from autosched.lowering import arith
 from autosched.lowering import gpu_passes as passes
 from autosched.lowering.ir import Allocate, Buffer, For, IfThen, Load, LoweredFunc, Seq, Stmt, Store, seq
@@ -30,7 +31,6 @@ from autosched.te.tensor import Tensor
 
 BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
-_BYTES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2, "int32": 4, "int64": 8, "bool": 1}
 
 
 @dataclass(frozen=True)
@@ -279,7 +279,7 @@ class _Finisher:
             if b.scope == "shared":
                 self.shared.append(b)
                 return self.rewrite(s.body)
-            nbytes = b.size * _BYTES[b.dtype]
+            nbytes = b.size * dtype_bytes(b.dtype)
             if nbytes > self.limits.max_local_bytes:
                 raise ScheduleError(f"stage {b.stage!r}: register tile of {nbytes} bytes per thread exceeds "
                                     f"{self.limits.max_local_bytes}; use smaller inner tiles")
@@ -383,9 +383,9 @@ def finish_gpu(func: LoweredFunc, limits: GpuLimits = H200,
     for b in fin.shared:
         off = -(-off // 16) * 16
         offsets.append((b, off))
-        off += b.size * _BYTES[b.dtype]
+        off += b.size * dtype_bytes(b.dtype)
     if off > limits.max_shared_bytes:
-        names = ", ".join(f"{b.name} ({b.size * _BYTES[b.dtype]} B)" for b in fin.shared)
+        names = ", ".join(f"{b.name} ({b.size * dtype_bytes(b.dtype)} B)" for b in fin.shared)
         raise ScheduleError(f"shared memory of {off} bytes per block ({names}) exceeds the "
                             f"{limits.max_shared_bytes} bytes of {limits.name}; use smaller tiles")
     for b in func.params:

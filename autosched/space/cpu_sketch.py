@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from autosched.schedule.schedule import Schedule
 from autosched.space.cpu_seeds import ROW_TILES, GemmStage, channel_axis, gemm_seeds, pack_layout
 from autosched.space.knobs import ConfigSpace, Knob
+from autosched.target.vector import lanes, line_lanes
 from autosched.te.dag import ComputeDAG
 from autosched.te.expr import Call, Cast, IterVar, Reduce, Select, TensorRead, walk
 from autosched.te.tensor import ComputeOp, Tensor
@@ -154,7 +155,6 @@ class SketchSpace:
         acc_op = (producer or t).op
         name = t.name
         n_sp = len(op.axis)
-        from autosched.codegen.vector_c import line_lanes  # elements per cache line, on any host
 
         chan = channel_axis(acc_op, line_lanes(acc_op.dtype)) if line_lanes(acc_op.dtype) else None
         tile_knobs = []
@@ -232,7 +232,6 @@ class SketchSpace:
         name = t.name
         last = t.op.axis[-1]
         vec = self._knob(f"{name}.vector", [c for c in VECTOR_CHOICES if c <= last.extent], "tile")
-        from autosched.codegen.vector_c import line_lanes  # elements per cache line, on any host
 
         lanes = line_lanes(t.op.dtype)
         # streaming stores (whole vectors, around the caches): an output written once and larger than the
@@ -328,7 +327,6 @@ class SketchSpace:
 
     def _rule_seeds(self) -> tuple[dict, ...]:
         """The GEMM seeds of `space_seeds` that are configs of this space and apply."""
-        from autosched.codegen.vector_c import lanes  # this host's vector width
 
         stages = self._gemm_stages
         if not stages:

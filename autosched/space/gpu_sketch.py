@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from autosched.dtypes import DTYPE_BYTES
 from autosched.space import gpu_templates as gt
 from autosched.space.cpu_sketch import divisors, has_reuse
 from autosched.space.knobs import Config
@@ -34,7 +35,6 @@ from autosched.workload import Workload
 SMEM_BYTES = 227 * 1024
 SM_COUNT = 132
 """Multiprocessors of the H100/H200 SXM: a grid of fewer blocks than this leaves part of the chip idle."""
-_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
 
 
 def op_class(dag: ComputeDAG) -> str:
@@ -144,7 +144,7 @@ def _gemm_mnk(dag: ComputeDAG):
 
 def _triton_gemm(dag: ComputeDAG):
     m, n, k, red = _gemm_mnk(dag)
-    nbytes = max(_BYTES.get(t.dtype, 4) for t in red.op.input_tensors())
+    nbytes = max(DTYPE_BYTES.get(t.dtype, 4) for t in red.op.input_tensors())
 
     def tmpl(cfg, s, tensors) -> None:
         cfg.define_knob("bm", _pow2_upto(m, (32, 64, 128, 256)))
