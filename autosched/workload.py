@@ -14,7 +14,6 @@ workers must re-import).
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import inspect
 import json
@@ -26,6 +25,7 @@ from typing import Any
 from autosched.te.dag import ComputeDAG
 from autosched.te.expr import check_name
 from autosched.te.tensor import ComputeOp, PlaceholderOp, Tensor
+from tuning_db.canonical import canonical_hash, canonical_json
 
 WORKLOAD_FORMAT = "autosched-workload"
 WORKLOAD_VERSION = 1
@@ -105,13 +105,8 @@ def _jsonable(v: Any) -> Any:
     return [_jsonable(x) for x in v] if isinstance(v, tuple) else v
 
 
-def canonical_json(obj: Any) -> str:
-    """The one JSON text a key is hashed from."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), allow_nan=False)
-
-
 def _sha(obj: Any) -> str:
-    return hashlib.sha256(canonical_json(obj).encode()).hexdigest()
+    return canonical_hash(obj)
 
 
 def _bind(name: str, fn: WorkloadFunc, args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:

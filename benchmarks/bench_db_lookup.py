@@ -5,7 +5,7 @@ executemany batches (no ORM objects), then times `best()` and `top_k(10)` for ra
 (workload, target) keys: p50/p90/p99 over many lookups. The deployment use is exactly this: a
 service asks for the best schedule of one key at a time.
 
-    .venv/bin/python benchmarks/bench_db_lookup.py                 # full size, writes docs/bench_db.*
+    .venv/bin/python benchmarks/bench_db_lookup.py                 # full size, writes benchmarks/results/bench_db.*
     .venv/bin/python benchmarks/bench_db_lookup.py --records 20000 --no-write
 
 PostgreSQL runs with durable defaults (fsync on, shared_buffers 128 MB) on a loopback TCP port.
@@ -284,7 +284,7 @@ def write_docs(result: dict[str, Any], md: Path, js: Path) -> None:
         f"filled with Core `insert()` executemany in batches of {p['batch']:,}; then {p['lookups']:,} "
         "`TuningDB.best()` and `top_k(k=10)` calls for random keys (end to end: connection from the "
         "pool, query, conversion to a frozen `Record`). Produced by `benchmarks/bench_db_lookup.py`; "
-        "raw figures in `docs/bench_db.json`.",
+        "raw figures in `benchmarks/results/bench_db.json`.",
         "",
         "| backend | server | fill (s) | insert rows/s | size (MiB) | best p50 (us) | best p99 (us) "
         "| top_k10 p50 (us) | top_k10 p99 (us) | verified: best p50 (us) | verified: best p99 (us) |",
@@ -330,8 +330,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--batch", type=int, default=10_000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--backends", default="sqlite,postgres", help="comma list of sqlite, postgres")
-    ap.add_argument("--out-md", type=Path, default=ROOT / "docs" / "bench_db.md")
-    ap.add_argument("--out-json", type=Path, default=ROOT / "docs" / "bench_db.json")
+    ap.add_argument("--out-md", type=Path, default=ROOT / "benchmarks" / "results" / "bench_db.md")
+    ap.add_argument("--out-json", type=Path, default=ROOT / "benchmarks" / "results" / "bench_db.json")
     ap.add_argument("--no-write", action="store_true", help="print results only")
     args = ap.parse_args(argv)
     results = []

@@ -7,7 +7,7 @@ Each run is bounded in requests and time. Two request kinds: the full answer (st
 calls and generated C source; the rendering is cached per record after the first request) and
 `source=false` (steps and cost only).
 
-    .venv/bin/python benchmarks/bench_http.py                  # writes docs/bench_http.{md,json}
+    .venv/bin/python benchmarks/bench_http.py                  # writes benchmarks/results/bench_http.{md,json}
     .venv/bin/python benchmarks/bench_http.py --requests 500 --no-write
 
 Client and server share the machine's cores, so the figures are a floor for the server alone.
@@ -207,7 +207,7 @@ send `GET /v1/schedules/{{key}}?target=cpu` for random keys among {results['back
 requests or {cfg['max_seconds']:.0f} s per run, after a warm-up of one request per key. The server is
 `autosched serve` (one uvicorn worker process, no jobs) on a loopback port. "with source" answers with the steps,
 the primitive calls and the generated C source (rendered once per record, then cached); "steps only" is
-`source=false`. Produced by `benchmarks/bench_http.py`; raw figures in `docs/bench_http.json`.
+`source=false`. Produced by `benchmarks/bench_http.py`; raw figures in `benchmarks/results/bench_http.json`.
 
 | backend | answer | requests | req/s | p50 ms | p90 ms | p99 ms | server CPU ms/req | client CPU ms/req | errors |
 |---|---|---:|---:|---:|---:|---:|---:|---:|---:|
@@ -218,7 +218,7 @@ at the start, {results['load_avg_end'][0]} at the end: other work ran too), so r
 alone; "server CPU ms/req" (from /proc, warm-up included) is the server's own cost, so one uvicorn process on one
 free core would answer about 1000 / that many lookups per second. Latency under 100 concurrent clients is mostly
 queueing in the single server process (Little's law: 100 in flight / throughput); one lookup is a
-sub-millisecond index seek (see `docs/bench_db.md`). A bare kind `target=cpu` resolves to this host's target key
+sub-millisecond index seek (see `results/bench_db.md`). A bare kind `target=cpu` resolves to this host's target key
 with one `best()` call. PostgreSQL is a throwaway local cluster (fsync on) reached over loopback TCP; every lookup
 checks its pooled connection first (`pool_pre_ping`). For more throughput, put more lookup-only API processes
 (`autosched serve --max-running-jobs 0`) behind a load balancer on the same database: lookups share no state but a
@@ -272,8 +272,10 @@ def main(argv: list[str] | None = None) -> int:
                 raise SystemExit(f"unknown backend {backend!r}")
     results["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
     if not args.no_write:
-        write_docs(results, ROOT / "docs" / "bench_http.md", ROOT / "docs" / "bench_http.json")
-        print("wrote docs/bench_http.md and docs/bench_http.json")
+        results_dir = ROOT / "benchmarks" / "results"
+        results_dir.mkdir(exist_ok=True)
+        write_docs(results, results_dir / "bench_http.md", results_dir / "bench_http.json")
+        print("wrote benchmarks/results/bench_http.md and benchmarks/results/bench_http.json")
     return 0
 
 

@@ -5,7 +5,7 @@ unroll, so each is a real compile and a real, checked run) goes through
   * LocalBuilder + LocalRunner (`measure_batch`), with a cold and a warm artifact cache;
   * RayRunner on an embedded cluster (`ray.init()` here);
   * RayRunner on a two-node Ray cluster on loopback (`ray start --head` + `ray start --address`).
-Cluster start-up is reported apart from the throughput. Writes docs/bench_measure.{json,md}.
+Cluster start-up is reported apart from the throughput. Writes benchmarks/results/bench_measure.{json,md}.
 
     .venv/bin/python benchmarks/bench_measure.py [--n 32] [--skip-ray]
 """
@@ -26,7 +26,8 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "measure"))  # the loopback cluster helper
+if str(ROOT) not in sys.path:  # run as a script: `tests.support.loopback_cluster` from this checkout
+    sys.path.insert(0, str(ROOT))
 
 from autosched.codegen.source import ArgSpec, KernelSource  # noqa: E402
 from autosched.compile.builder import LocalBuilder  # noqa: E402
@@ -147,9 +148,9 @@ def bench_ray_embedded(sources, config) -> list[dict]:
 
 def bench_ray_loopback(sources, config) -> list[dict]:
     import ray
-    from loopback_cluster import LoopbackCluster
 
     from autosched.measure.ray_runner import RayRunner
+    from tests.support.loopback_cluster import LoopbackCluster
 
     with tempfile.TemporaryDirectory() as cache, LoopbackCluster() as cluster:
         t0 = time.perf_counter()
@@ -207,7 +208,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=32)
     ap.add_argument("--skip-ray", action="store_true")
-    ap.add_argument("--out", type=Path, default=ROOT / "docs")
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
     args = ap.parse_args()
     config = RunnerConfig()
     load_before = os.getloadavg()

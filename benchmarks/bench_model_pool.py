@@ -12,7 +12,7 @@ random picks of the same count. It isolates the model (features, columns, object
 searchers and from measurement noise: every variant ranks the same measured pool.
 
 Run: `.venv/bin/python benchmarks/bench_model_pool.py` (about 3 minutes on 2 cores; writes
-docs/model_pool.md and .json).
+benchmarks/results/model_pool.md and .json).
 """
 
 from __future__ import annotations

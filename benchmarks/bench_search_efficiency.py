@@ -284,7 +284,8 @@ def main() -> None:
                     "model with this XGBoost objective, side by side")
     ap.add_argument("--target", default="cpu", help="where the runs measure: cpu, cuda or triton (a GPU for the "
                     "last two)")
-    ap.add_argument("--out", default="search_efficiency", help="results stem under docs/ (.md, .json, .png)")
+    ap.add_argument("--out", default="search_efficiency",
+                    help="results stem under benchmarks/results/ (.md, .json, .png)")
     a = ap.parse_args()
 
     from common import command_line, machine, write_results
@@ -347,7 +348,7 @@ def main() -> None:
     plotted = {k: list(enumerate(v, 1)) for k, v in curves.items()}
     if random_trials > a.trials:
         plotted[f"random ({random_trials} trials)"] = list(enumerate(random_long, 1))
-    plot_curves(plotted, HERE.parent / "docs" /
+    plot_curves(plotted, HERE / "results" /
                 f"{a.out}.png", title=f"{a.op}{tuple(a.args)}: mean of {a.seeds} seeds")
     payload = {"machine": machine(), "target": tgt.key, "workload": [a.op, a.args], "trials": a.trials,
                "seeds": a.seeds, "random_trials": random_trials, "random_long_curve": random_long,

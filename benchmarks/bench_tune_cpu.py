@@ -160,7 +160,7 @@ def main() -> None:
               + f"  err {err:.1e}", flush=True)
         # written after every workload: a long suite run that stops half way keeps what it measured
         payload = {"machine": machine_at_start, "trials": a.trials, "rows": rows, "curves": curves}
-        plot_curves({k: v for k, v in curves.items()}, HERE.parent / "docs" / f"{a.out}_curves.png",
+        plot_curves({k: v for k, v in curves.items()}, HERE / "results" / f"{a.out}_curves.png",
                     title=f"autosched tuning curves, {a.trials} trials")
         write_results(a.out, payload, table(payload), f"Tuned CPU suite ({a.trials} trials) vs peers",
                       method=f"{METHOD_INTERLEAVED} Command: `{command}`.")

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+RESULTS = Path(__file__).resolve().parent / "results"
 
 
 def command_line(script: str) -> str:
@@ -73,10 +73,10 @@ METHOD_INTERLEAVED = ("Medians of interleaved rounds; our kernels write into a p
 
 
 def write_results(stem: str, payload: dict, table_md: str, title: str, method: str = METHOD_INTERLEAVED) -> None:
-    DOCS.mkdir(exist_ok=True)
-    (DOCS / f"{stem}.json").write_text(json.dumps(payload, indent=2, default=str) + "\n")
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / f"{stem}.json").write_text(json.dumps(payload, indent=2, default=str) + "\n")
     m = payload.get("machine", {})
     head = (f"# {title}\n\nMeasured {m.get('date')} on {m.get('cpu')} ({m.get('cores')} cores), Python "
             f"{m.get('python')}, numpy {m.get('numpy')}, torch {m.get('torch', 'absent')}; load average at start "
             f"{m.get('loadavg_at_start')}. {method}\n\n")
-    (DOCS / f"{stem}.md").write_text(head + table_md + "\n")
+    (RESULTS / f"{stem}.md").write_text(head + table_md + "\n")

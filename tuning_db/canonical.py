@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from typing import Any
 
 
-def canonical_json(value: Any) -> str:
-    """Deterministic JSON text of `value` (sorted keys, compact, strict: NaN/inf raise ValueError)."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+def canonical_json(value: Any, *, allow_nan: bool = False) -> str:
+    """Deterministic JSON text of `value` (sorted keys, compact; NaN/inf raise ValueError unless
+    `allow_nan`, which a DAG needs for the -inf that starts a max reduction)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=allow_nan)
 
 
 def sha256_text(text: str) -> str:
@@ -23,9 +24,15 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def canonical_hash(value: Any, *, allow_nan: bool = False) -> str:
+    """sha256 hex of the canonical JSON of `value`: the one way every key in autosched is made
+    (workload keys, DAG keys, config-space fingerprints, steps hashes)."""
+    return sha256_text(canonical_json(value, allow_nan=allow_nan))
+
+
 def steps_hash(steps: Any) -> str:
     """sha256 hex of the canonical JSON of a schedule's steps (what `records.steps_hash` holds)."""
-    return sha256_text(canonical_json(parse_steps(steps)))
+    return canonical_hash(parse_steps(steps))
 
 
 def parse_steps(steps: Any) -> Any:

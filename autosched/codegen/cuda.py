@@ -9,8 +9,9 @@ print as `__syncthreads()`. The source compiles with NVRTC (no system headers) a
 
 from __future__ import annotations
 
-from autosched.codegen.cstyle import C_COMPUTE_TYPES, C_STORAGE_TYPES, CStyleRenderer, Dialect, _bytes
+from autosched.codegen.cstyle import C_COMPUTE_TYPES, C_STORAGE_TYPES, CStyleRenderer, Dialect
 from autosched.codegen.source import ArgSpec, KernelSource
+from autosched.dtypes import dtype_bytes
 from autosched.lowering import arith
 from autosched.lowering.gpu import Barrier, GpuFunc
 from autosched.lowering.ir import Allocate, For, Load, LoweredFunc, Stmt, Store
@@ -230,4 +231,4 @@ def _outputs(func: LoweredFunc) -> set[int]:
 
 
 def shared_bytes_of(g: GpuFunc) -> int:
-    return sum(b.size * _bytes(b.dtype) for b, _ in g.shared)
+    return sum(b.size * dtype_bytes(b.dtype) for b, _ in g.shared)

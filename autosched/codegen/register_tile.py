@@ -2,13 +2,11 @@
 
 Why: a cache_write tile whose every access is a whole vector at a constant offset (an unrolled and
 vectorized register tile) was written as a small stack array, `float C_local[256]`, read and written
-through `asc_ld`/`asc_st` at constant offsets. gcc 12 keeps such an array in registers, but its
-register allocation then copies every accumulator twice per iteration of the reduction loop
-(`vmovaps`/`vmovdqa64` around each FMA, one accumulator spilled: 25 vector moves per 16 FMAs in the
-8x32 matmul tile). Written as one variable per vector the loop is loads, broadcasts and FMAs only:
-matmul 1024^3 with 8x32 tiles ran at 285 against 225 GFLOP/s on an Intel Xeon with AVX-512
-(2026-12-04). The rewrite is exact: the variables are the array's vectors, no access overlaps
-another, and nothing else touches the array.
+through `asc_ld`/`asc_st` at constant offsets. gcc keeps such an array in registers, but its
+register allocation then copies every accumulator around each FMA of the reduction loop; written as
+one variable per vector the loop is loads, broadcasts and FMAs only
+(see docs/decisions/explicit-vector-code.md). The rewrite is exact: the variables are the array's
+vectors, no access overlaps another, and nothing else touches the array.
 """
 
 from __future__ import annotations

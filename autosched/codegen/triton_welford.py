@@ -7,8 +7,8 @@ the output loop. With the pragma, a pair of sum reductions
 over the same chunk loop becomes one loop of per-lane Welford updates (running mean and M2 of f in
 each lane of the chunk), combined across lanes with Chan's formula for equal counts; the output
 loop then re-reads the row. Two passes instead of three, the second mostly from L2 (the first
-loads with `evict_last`, the later loads of the same tensors `evict_first`): inductor's structure,
-measured on the H200 at the copy ceiling (docs/bench_gpu.md). Anything else is emitted as before.
+loads with `evict_last`, the later loads of the same tensors `evict_first`): inductor's structure
+(see docs/decisions/triton-rowwise-seeds.md). Anything else is emitted as before.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 gcc keeps a register tile (a small local accumulator array) in vector registers only when every
 access has a constant index and the vector operations are explicit: with `#pragma omp simd` on
-the columns the tile stays on the stack and each FMA pays a load and a store (measured here:
-16 stack moves per 16 FMAs in the 8x32 matmul tile). So loops marked `unroll` are unrolled in the
+the columns the tile stays on the stack and each FMA pays a load and a store
+(see docs/decisions/explicit-vector-code.md). So loops marked `unroll` are unrolled in the
 source, and a vectorized loop whose body is plain arithmetic on contiguous or invariant data is
 written with GCC vector-extension types; anything else falls back to `omp simd`. A tile whose
 every access ends up a whole vector at a constant offset is then written as vector variables
@@ -45,8 +45,7 @@ def vector_prelude() -> str:
                 "return v; }",
                 f"static inline void asc_st_{vt}({ctype}* p, {vt} v) {{ __builtin_memcpy(p, &v, {nbytes}); }}"]
         # `a cmp b ? a : b` in every lane, as the scalar code, through the comparison's lane mask: a
-        # loop over the lanes made gcc keep vectors in memory (the relu epilogue of an 8x32 dense
-        # tile took 13.0 ms where the same kernel without it took 8.6)
+        # loop over the lanes made gcc keep vectors in memory (see docs/decisions/explicit-vector-code.md)
         it = f"asc_i{DTYPE_BYTES[dtype] * 8}x{nbytes // DTYPE_BYTES[dtype]}"
         out.append(f"typedef int{DTYPE_BYTES[dtype] * 8}_t {it} __attribute__((vector_size({nbytes})));")
         for op, cmp in _MINMAX.items():
@@ -56,9 +55,9 @@ def vector_prelude() -> str:
 
 
 # Streaming (non-temporal) stores write around the caches: an output written once and larger than the
-# caches then costs no read-for-ownership of its lines (measured on the softmax's output: about a third
-# less memory traffic). Only on an address aligned to the vector; a plain store otherwise. They are
-# weakly ordered, hence the fence each thread runs when its share is done.
+# caches then costs no read-for-ownership of its lines (see docs/decisions/streaming-stores.md). Only
+# on an address aligned to the vector; a plain store otherwise. They are weakly ordered, hence the
+# fence each thread runs when its share is done.
 def stream_prelude() -> str:
     nbytes = vector_bytes()
     macro, ps, pd, mps, mpd = _STREAM[nbytes]

@@ -22,9 +22,9 @@ from autosched.te.tensor import Tensor
 def _openmp_wait_policy() -> None:
     """Spinning OpenMP workers before libgomp loads (it reads its settings once, at load).
 
-    With libgomp's default, workers fall asleep between calls and waking them cost milliseconds a
-    call on the VMs measured here; the measurement sandbox spins too, so a kernel called here
-    behaves as it did when it was timed. A user's own OMP_WAIT_POLICY/GOMP_SPINCOUNT wins.
+    With libgomp's default, workers fall asleep between calls and waking them can cost more than
+    the kernel (see docs/decisions/openmp-spin-wait.md); the measurement sandbox spins too, so a
+    kernel called here behaves as it did when it was timed. A user's own OMP_WAIT_POLICY/GOMP_SPINCOUNT wins.
     """
     if "OMP_WAIT_POLICY" not in os.environ:
         os.environ.setdefault("GOMP_SPINCOUNT", "10000000")

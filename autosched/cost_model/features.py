@@ -68,11 +68,9 @@ def size_relative(x: np.ndarray) -> np.ndarray:
     columns, fractions and per-flop ratios are kept.
 
     Why: a ranker warm-started from another size of the same operator splits on absolute counts at
-    thresholds that sit elsewhere for this size. Measured offline (2026-12-03, 2-core EPYC VM, top 8
-    by a model trained on 64 records each of matmul 512^3 and dense 384^3 among 300 measured matmul
-    256^3 schedules, 10 seeds): with the records of three efficiency runs, the best of the 8 picks was
-    213, 223 and 142 GFLOP/s against 191, 218 and 208 with absolute columns. Not better on the whole,
-    so `XGBModel(size_relative=True)` is an option, not the default.
+    thresholds that sit elsewhere for this size. Not better on the whole, so
+    `XGBModel(size_relative=True)` is an option, not the default
+    (see docs/decisions/cost-model-transfer-columns.md).
     """
     if x.ndim != 2 or x.shape[1] != N_FEATURES:
         raise ValueError(f"size_relative wants rows of {N_FEATURES} features, got shape {x.shape}")

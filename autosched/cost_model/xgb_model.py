@@ -13,14 +13,10 @@ groups weigh no more than the focus workload's own records once it has some (``g
 ``transfer_columns="size_free"`` restricts a multi-group model to the size-free columns instead.
 ``size_relative=True`` takes the columns that grow with the problem size relative to its flops
 (`features.size_relative`); it is off by default, as it helped transfer on some records and hurt it
-on others (measured there).
-Measured offline (2026-12-03, `benchmarks/bench_model_pool.py`, docs/model_pool.md: a pool of 400
-measured random schedules of matmul 256^3, 64 records each of a matmul 512^3 and a dense 384^3 as
-transferred data, top 16 by the model, 5 seeds): the first batch picked from the transferred records
-alone averaged 140 GFLOP/s with every column, 90 with the size-free ones, 45 for random picks; the
-three guided batches after a random one, with the transferred records, 150 against 56 (random 60).
-One thread by default: OpenMP threads thrash when builders share the cores (a fit took 10x longer with
-2 threads than with 1 on a busy 2-core machine).
+on others. Every column by default because transferred records picked better with them than with the
+size-free ones (see docs/decisions/cost-model-transfer-columns.md).
+One thread by default: OpenMP threads thrash when builders share the cores
+(see docs/decisions/xgboost-one-thread.md).
 
 Online updates retrain from scratch on all accumulated data by default (labels are renormalized as
 groups find better schedules, so old trees would be fitted to stale labels); ``warm_start=True``

@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from autosched.dtypes import dtype_bytes
 from autosched.lowering import arith
 from autosched.lowering import gpu_passes as passes
-from autosched.lowering.ir import Allocate, Buffer, For, IfThen, Load, LoweredFunc, Seq, Stmt, Store, seq
+from autosched.lowering.ir import Allocate, Barrier, Buffer, For, IfThen, Load, LoweredFunc, Seq, Stmt, Store, seq
 from autosched.lowering.loop_nest import Lowerer
 from autosched.schedule.state import ScheduleError, Stage
+from autosched.target.gpu import H200, GpuLimits
 from autosched.te.expr import Binary, IterVar, TensorRead, Var, walk
 from autosched.te.tensor import Tensor
 
@@ -33,26 +34,6 @@ BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
 THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 
 
-@dataclass(frozen=True)
-class GpuLimits:
-    """What one kernel launch may use (defaults: an H200, compute capability 9.0)."""
-
-    max_threads_per_block: int = 1024
-    max_block: tuple[int, int, int] = (1024, 1024, 64)
-    max_grid: tuple[int, int, int] = (2 ** 31 - 1, 65535, 65535)
-    max_shared_bytes: int = 227 * 1024  # per block, opt-in dynamic shared memory on sm_90
-    max_local_bytes: int = 16 * 1024  # register/local arrays per thread: more is surely a mistake
-    name: str = "sm_90"
-
-
-H200 = GpuLimits()
-
-
-class Barrier(Stmt):
-    """`__syncthreads()`: every thread of the block reaches it before any goes on."""
-
-    def __repr__(self) -> str:
-        return "__syncthreads()"
 
 
 @dataclass

@@ -19,90 +19,12 @@ They are what a fast SIMT GEMM needs beyond tiling, each a general mechanism:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from autosched.lowering import arith
-from autosched.lowering.ir import Allocate, Buffer, For, IfThen, Load, Seq, Stmt, Store, seq
-from autosched.te.expr import Binary, Const, Expr, Var, transform, walk
+from autosched.lowering.ir import Allocate, Barrier, Buffer, For, IfThen, Load, Seq, Stmt, Store, seq
+from autosched.lowering.visitors import fresh_vars, iter_expr, reindex, substitute_stmt, uses_var
+from autosched.te.expr import Binary, Const, Expr, Var
 
 # ---- expression and statement mapping --------------------------------------------------------
-
-
-def map_expr(e: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
-    """`transform` that also descends into the indices of `Load`s (te's walker does not know them)."""
-
-    def inner(x: Expr) -> Expr | None:
-        if isinstance(x, Load):
-            x = Load(x.buffer, tuple(map_expr(i, fn) for i in x.indices))
-        out = fn(x)
-        return x if out is None else out
-
-    return transform(e, inner)
-
-
-def map_stmt(s: Stmt, fe: Callable[[Expr], Expr], fs: Callable[[Store], Store] | None = None,
-             fvar: dict[Var, Var] | None = None) -> Stmt:
-    """A copy of `s` with every expression mapped by `fe`, every store by `fs` afterwards and loop
-    variables renamed by `fvar`."""
-    if isinstance(s, Seq):
-        return Seq([map_stmt(x, fe, fs, fvar) for x in s.stmts])
-    if isinstance(s, For):
-        var = fvar.get(s.var, s.var) if fvar else s.var
-        return For(var, fe(s.extent), s.kind, map_stmt(s.body, fe, fs, fvar), s.loop_name, s.stage, s.unroll,
-                   s.thread_tag, s.streaming)
-    if isinstance(s, IfThen):
-        return IfThen(fe(s.cond), map_stmt(s.body, fe, fs, fvar))
-    if isinstance(s, Allocate):
-        return Allocate(s.buffer, map_stmt(s.body, fe, fs, fvar))
-    if isinstance(s, Store):
-        st = Store(s.buffer, tuple(fe(i) for i in s.indices), fe(s.value))
-        return fs(st) if fs is not None else st
-    return s
-
-
-def reindex(s: Stmt, buf: Buffer, f: Callable[[tuple[Expr, ...]], tuple[Expr, ...]]) -> Stmt:
-    """Rewrite every access of `buf` in `s`: indices -> f(indices)."""
-
-    def fe(e: Expr) -> Expr:
-        return map_expr(e, lambda x: Load(x.buffer, f(x.indices)) if isinstance(x, Load) and x.buffer is buf
-                        else None)
-
-    def fs(st: Store) -> Store:
-        return Store(buf, f(st.indices), st.value) if st.buffer is buf else st
-
-    return map_stmt(s, fe, fs)
-
-
-def substitute_stmt(s: Stmt, mapping: dict[Var, Expr]) -> Stmt:
-    return map_stmt(s, lambda e: map_expr(e, lambda x: mapping.get(x) if isinstance(x, Var) else None))
-
-
-def fresh_vars(s: Stmt) -> Stmt:
-    """A copy of `s` whose loops define new variables (so it can be emitted twice in one C scope)."""
-    mapping: dict[Var, Var] = {}
-    stack = [s]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, For):
-            mapping[x.var] = Var(x.var.name, x.var.dtype)
-        stack.extend(getattr(x, "stmts", []))
-        if hasattr(x, "body"):
-            stack.append(x.body)
-    return map_stmt(s, lambda e: map_expr(e, lambda x: mapping.get(x) if isinstance(x, Var) else None),
-                    fvar=mapping)
-
-
-def iter_expr(e: Expr):
-    """Every node of `e`, the indices of its `Load`s included."""
-    for x in walk(e):
-        yield x
-        if isinstance(x, Load):
-            for i in x.indices:
-                yield from iter_expr(i)
-
-
-def uses_var(e: Expr, v: Var) -> bool:
-    return any(x is v for x in iter_expr(e))
 
 
 def _i(n: int) -> Const:
@@ -210,8 +132,6 @@ def apply_smem_layout(s: Stmt, buf: Buffer, perm: list[int], pad: int) -> Stmt:
 
 
 def _is_barrier(s: Stmt) -> bool:
-    from autosched.lowering.gpu import Barrier
-
     return isinstance(s, Barrier)
 
 
@@ -314,8 +234,6 @@ def double_buffer(s: Stmt, loops: dict[tuple[str, str], int], shared: list[Buffe
     has_next = Binary("lt", k_next, _i(n), "bool")
     load_next = IfThen(has_next, load_part)
     store_next = IfThen(has_next, store_part)
-    from autosched.lowering.gpu import Barrier
-
     loop_body = Allocate(reg, seq([load_next, compute_stmt, store_next, Barrier()]))
     # double_buffer=2: unrolled by two, the copy index k%2 is a constant in each half
     unroll = 2 if s.kind == "serial" and loops[(s.stage, s.loop_name)] >= 2 else s.unroll

@@ -6,9 +6,8 @@ trip count, so the register tile cannot be unrolled into named vector variables 
 pays for the tail of one. Splitting `i_outer` into a main loop over the iterations where every such
 bound provably holds (its `min`s fold to constants and its guards vanish) and a tail loop for the rest
 gives the main loop the code of a dividing split; only the tail keeps the guards. This is TVM's
-`LoopPartition`. On a Zen 3 host (AVX2, 2 cores, 2026-12-06) it turns the 6x16 register tile of matmul
-1024^3 from 67 to the speed of the same tile on 1020 rows (141 GFLOP/s against torch's 139); without
-it 6x16, the tile that fits AVX2's 16 vector registers, was unusable on sizes it does not divide.
+`LoopPartition`. Without it 6x16, the tile that fits AVX2's 16 vector registers, is unusable on sizes
+it does not divide (see docs/decisions/loop-partitioning.md).
 
 Proofs use `arith.numeric_range` over loop ranges (a variable of extent n runs over [0, n-1]); what
 cannot be proven is left as it was, so the pass never changes results, only which iterations test.
@@ -17,9 +16,9 @@ cannot be proven is left as it was, so the pass never changes results, only whic
 from __future__ import annotations
 
 from autosched.lowering import arith
-from autosched.lowering.gpu_passes import fresh_vars, iter_expr, map_expr, map_stmt, substitute_stmt
 from autosched.lowering.ir import Allocate, For, IfThen, Seq, Stmt, Store, seq
 from autosched.lowering.stage_info import conjunction
+from autosched.lowering.visitors import fresh_vars, iter_expr, map_expr, map_stmt, substitute_stmt
 from autosched.te.expr import Binary, Const, Expr, Var
 
 MAX_PARTITIONS = 6

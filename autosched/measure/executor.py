@@ -7,10 +7,8 @@ or a sentinel, so an element the kernel forgot to write cannot pass the check by
 
 The copies are written into the same buffers for every candidate of a workload (`ArgBuffers`):
 memory freshly mapped for each candidate lands on other physical pages, huge or not as the OS
-happens to have them free, which is a difference between candidates that is not theirs. (Measured
-2026-12-03 at a quiet hour, 8 rounds of 2 softmax kernels and 3 matmul 256^3 schedules: the spread
-was the same either way, coefficients of variation 2-8%; the buffers remove a cause, they were not
-shown to fix a symptom.)
+happens to have them free, which is a difference between candidates that is not theirs (the
+buffers remove a cause; see docs/decisions/reused-argument-buffers.md).
 """
 
 from __future__ import annotations

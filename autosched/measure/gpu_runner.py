@@ -32,7 +32,7 @@ from autosched.measure.local_runner import DeviceWorker, LocalRunner
 from autosched.measure.reference import Reference, ReferenceProvider
 from autosched.measure.sandbox import KernelSandbox, kernel_env
 
-# one call per repeat (each after an L2 flush), many repeats: GPU kernels take 10 us - 10 ms
+# one call per repeat (each after an L2 flush), many repeats: GPU kernels are short
 GPU_RUNNER_CONFIG = RunnerConfig(number=1, repeat=25, min_repeat_ms=0.0, timeout=60.0, flush_cache=True,
                                  warmup=3)
 

@@ -30,9 +30,9 @@ from autosched.measure.reference import Reference
 
 STDERR_TAIL = 600
 # libgomp's default (passive) wait puts idle OpenMP threads to sleep after every parallel region;
-# on VMs a wake-up then costs a scheduler tick (8 ms per call seen on a 2-core VM, against 1.5 us
-# when spinning), which would time the hypervisor instead of the kernel. A bounded spin keeps
-# threads hot through a timing loop and still lets them sleep between batches.
+# a wake-up can then cost a scheduler tick, which would time the hypervisor instead of the kernel.
+# A bounded spin keeps threads hot through a timing loop and still lets them sleep between batches
+# (see docs/decisions/openmp-spin-wait.md).
 OMP_ENV_DEFAULTS = {"GOMP_SPINCOUNT": "10000000"}
 
 

@@ -36,8 +36,9 @@ class CacheFlusher:
         self._buf += 1.0  # reads and writes every line
 
 
-# Aim this much above the floor: per-call cost jitters (VMs: +-30%), and a repeat that falls short
-# of the floor is redone, so aiming exactly at it (TVM uses no margin) wastes whole repeats.
+# Aim this much above the floor: per-call cost jitters, and a repeat that falls short of the floor
+# is redone, so aiming exactly at it (TVM uses no margin) wastes whole repeats
+# (see docs/decisions/timing-floor-margin.md).
 FLOOR_MARGIN = 1.25
 
 

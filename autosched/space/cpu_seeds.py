@@ -1,9 +1,8 @@
 """Rule-derived seeds of the cpu sketch space (`space.SketchSpace`): the classic CPU GEMM structure.
 
-Why: on an Intel Xeon with AVX-512 (2026-12-04) a 200-trial search of matmul 1024^3 settled on
-64x256 blocks with 16x16 register tiles and full-K panels of 1 MB (164-185 GFLOP/s), while the
-structure every BLAS starts from, a packed B panel two vectors wide serving all rows and an
-mr x (2 vectors) register tile, ran at 241-255 GFLOP/s and is a point of the same space. As the GPU
+Why: a search from random points can settle far below the structure every BLAS starts from (a
+packed B panel two vectors wide serving all rows and an mr x (2 vectors) register tile), which is a
+point of the same space (see docs/decisions/cpu-gemm-seeds.md). As the GPU
 spaces do (`space_gpu_seeds`), the search starts from a handful of such points derived by rule from
 the shapes and this host's vector width (never from one benchmark's sizes); the tuner measures them
 in its first batch and the searchers improve from there.
@@ -25,16 +24,13 @@ from autosched.te.tensor import ComputeOp
 
 MAX_ACCUMULATOR_VECTORS = 16
 """Register tile budget with 32 vector registers (AVX-512): half of them, leaving room for the B
-vectors and the broadcast A value. Measured on matmul 1024^3 (AVX-512): 6x32 and 8x32 tiles 241-255
-GFLOP/s, 10x32 and 12x32 (20-24 accumulators) 145."""
+vectors and the broadcast A value (see docs/decisions/cpu-gemm-seeds.md)."""
 MAX_ACCUMULATOR_VECTORS_16_REGISTERS = 12
 """Register tile budget with 16 vector registers (AVX2's ymm): 12 accumulators, 2 B vectors and the
-broadcast. Measured on matmul 1024^3 on a Zen 3 (AVX2, 2 cores, 2026-12-06, side by side): 6x16
-(12 accumulators) 141 GFLOP/s, 8x16 (16) 101, 8x8 (8) 91, 4x16 (8) 95; torch 139."""
+broadcast (see docs/decisions/cpu-gemm-seeds.md)."""
 CHANNEL_TILE_VECTORS = 14
-"""Accumulator budget of a channel-vectorized tile (`channel_seeds`). Measured on conv2d N1 C64 56x56
-K64 3x3 (AVX-512, 2026-12-04): 16 channels x 14 columns 0.78-0.82 ms, x 8 columns (16 accumulators)
-1.00; 32 channels x 7 columns 0.97, x 4 columns 0.99 (torch eager 0.80-0.84)."""
+"""Accumulator budget of a channel-vectorized tile (`channel_seeds`)
+(see docs/decisions/channel-vectorized-tiles.md)."""
 ROW_TILES = (8, 6, 4)
 """Rows of the register tile tried, in order (each with two vectors of columns; 4 also with four). A
 row tile need not divide the rows: the space offers the ones that do not as ragged tiles
@@ -67,10 +63,9 @@ def channel_axis(op: ComputeOp, line_lanes: int) -> int | None:
     """A spatial axis, other than the last, along which a register tile can take its lanes instead.
 
     Why: a convolution's output rows (56, 28, 14, 7 wide) are not whole cache-line vectors, so a tile
-    vectorized along them runs partly masked or scalar (conv2d N1 C64 56x56 K64 3x3 took 1.41-1.48 ms
-    on an Intel Xeon with AVX-512, 0.63x torch eager). Its output channels are: with 16 channels as
-    lanes, each input value broadcast and the kernel packed channels-innermost, a 16x14 tile ran in
-    0.78 ms against torch's 0.80 (2026-12-04). The axis qualifies when the last axis does not fill
+    vectorized along them runs partly masked or scalar; its output channels are whole vectors, with
+    each input value broadcast and the kernel packed channels-innermost
+    (see docs/decisions/channel-vectorized-tiles.md). The axis qualifies when the last axis does not fill
     whole lines (`line_lanes` elements), its own extent does, exactly one re-used input is indexed by
     it, as its first index and nowhere else (conv's `kernel[f, c, r, s]`, packed `outer_last`), and
     no other read depends on it (each of their values is one broadcast)."""

@@ -85,9 +85,7 @@ def _reused_inputs(op: ComputeOp) -> list[str]:
 
 TRANSPOSE_COPY_BLOCK = 16
 """A transposed pack's copy loop over the source's rows is split by this (one 64-byte line of
-float32). Measured in C (gcc 12, Intel Xeon with AVX-512, 2026-12-04): packing the 32 panels of a
-[1024, 1024] weight took 0.38 ms split, 1.59 ms unsplit in the same loop order; dense+bias+relu
-1024^3 with an 8x32 register tile took 7.7 ms split, 8.7 ms unsplit (matmul with that tile: 7.6)."""
+float32), so each block reads and writes whole lines (see docs/decisions/transposed-pack-blocking.md)."""
 
 
 @dataclass
@@ -315,8 +313,8 @@ class SketchSpace:
                 s[name].compute_at(s[anchor], loop)
             else:
                 # the outer axes in one parallel loop; the last stays a loop of its own (fused with the
-                # rest, every element recovered its row and column by division: a padded conv input
-                # took 0.3 ms of a 1.1 ms conv2d that way)
+                # rest, every element recovered its row and column by division;
+                # see docs/decisions/padded-input-loops.md)
                 axes = [a.name for a in s[name].op.axis]
                 outer = axes[:-1] if len(axes) > 1 else axes
                 fused = s[name].fuse(*outer).name if len(outer) > 1 else outer[0]

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from autosched.space.cpu_sketch import divisors
-from autosched.space.gpu_sketch import _VTHREADS, SM_COUNT, _cuda_rk, _cuda_trips
+from autosched.space.gpu_axes import VTHREADS, cuda_rk, cuda_trips
+from autosched.target.gpu import SM_COUNT
 from autosched.te.dag import ComputeDAG
 from autosched.te.expr import IterVar, TensorRead, walk
 
@@ -72,7 +73,7 @@ def _vthread_inner(r: int) -> tuple[int, int] | None:
     """(virtual threads, inner) with v * i = r values per thread: 4-wide inner tiles when possible
     (128-bit shared reads, tiles strided by threads x 4), else one tile of r."""
     for v, i in ((r // 4, 4), (1, r), (r // 2, 2)):
-        if v * i == r and v in _VTHREADS and (v == 1 or i >= 2):
+        if v * i == r and v in VTHREADS and (v == 1 or i >= 2):
             return v, i
     return None
 
@@ -80,7 +81,7 @@ def _vthread_inner(r: int) -> tuple[int, int] | None:
 def _thread_split(n: int, b: int, regs: float) -> tuple[int, int, int]:
     """(v, t, i) of a block tile b along an axis of extent n: the most values per thread <= regs
     (the fewest above it when none fits) that the space has."""
-    trips, above = set(_cuda_trips(n)), None
+    trips, above = set(cuda_trips(n)), None
     for r in sorted(divisors(b), reverse=True):
         vi = _vthread_inner(r)
         if vi is None or (vi[0], b // r, vi[1]) not in trips:
@@ -121,10 +122,10 @@ def gemm_seeds_cuda(dag: ComputeDAG) -> list[dict[str, Any]]:
     for r, n in enumerate(rk):
         if r != main:
             window *= n
-    rk_vals = [max(c for c in _cuda_rk(n) if c <= n) if r != main else 1 for r, n in enumerate(rk)]
+    rk_vals = [max(c for c in cuda_rk(n) if c <= n) if r != main else 1 for r, n in enumerate(rk)]
 
     def bk(target: int) -> int:
-        return max(c for c in _cuda_rk(rk[main]) if c <= max(4, target // window))
+        return max(c for c in cuda_rk(rk[main]) if c <= max(4, target // window))
 
     seeds: list[tuple[bool, dict]] = []
     runs = [(shape, bk(CUDA_BK)) for shape in CUDA_GEMM_SHAPES]

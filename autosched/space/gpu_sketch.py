@@ -26,15 +26,14 @@ from typing import Any
 
 from autosched.dtypes import DTYPE_BYTES
 from autosched.space import gpu_templates as gt
-from autosched.space.cpu_sketch import divisors, has_reuse
+from autosched.space.cpu_sketch import has_reuse
+from autosched.space.gpu_axes import cuda_rk, cuda_trips, pow2_upto
+from autosched.space.gpu_seeds import gemm_seeds_cuda
 from autosched.space.knobs import Config
 from autosched.space.template import TemplateSpace
+from autosched.target.gpu import H200, SM_COUNT
 from autosched.te.dag import ComputeDAG
 from autosched.workload import Workload
-
-SMEM_BYTES = 227 * 1024
-SM_COUNT = 132
-"""Multiprocessors of the H100/H200 SXM: a grid of fewer blocks than this leaves part of the chip idle."""
 
 
 def op_class(dag: ComputeDAG) -> str:
@@ -48,37 +47,7 @@ def op_class(dag: ComputeDAG) -> str:
     return "elementwise"
 
 
-def _divides(n: int, choices) -> list[int]:
-    return [c for c in choices if n % c == 0] or [1]
-
-
-def _pow2_upto(n: int, choices) -> list[int]:
-    return [c for c in choices if c <= max(n, min(choices))] or [min(choices)]
-
-
 # ---- cuda --------------------------------------------------------------------------------------
-
-
-_THREADS, _INNER, _VTHREADS = (1, 2, 4, 8, 16, 32), (1, 2, 4, 8), (1, 2, 4)
-
-
-def _cuda_trips(n: int) -> list[tuple[int, int, int]]:
-    """(virtual threads, threads, inner) choices of a spatial axis of extent n: a thread owns v
-    register tiles of i elements, t*i apart. Powers of two that divide n, plus n's own small
-    divisors (an axis of 14 tiles as 7 x 2); an extent that is not a multiple of 32 (1000, 14)
-    also gets tiles that do not divide it (the last block is guarded)."""
-    small = {d for d in divisors(n) if d <= 32}
-    ts = sorted(set(_THREADS) | small)
-    ins = sorted(set(_INNER) | {d for d in small if d <= 8})
-    ragged = n % 32 != 0
-    trip = [(v, t, i) for v in _VTHREADS for t in ts for i in ins
-            if (v == 1 or i >= 2) and (n % (v * t * i) == 0 or (ragged and v * t * i <= n))]
-    return trip or [(1, 1, 1)]
-
-
-def _cuda_rk(n: int) -> list[int]:
-    """Reduction steps per shared-memory stage along a reduce axis of extent n."""
-    return sorted(set(_divides(n, (1, 2, 4, 8, 16, 32)) + ([n] if n <= 32 else [])))
 
 
 def _cuda_gemm(dag: ComputeDAG):
@@ -89,9 +58,9 @@ def _cuda_gemm(dag: ComputeDAG):
 
     def tmpl(cfg, s, tensors) -> None:
         for d, n in enumerate(sp):
-            cfg.define_knob(f"tile{d}", _cuda_trips(n))
+            cfg.define_knob(f"tile{d}", cuda_trips(n))
         for r, n in enumerate(rk):
-            cfg.define_knob(f"rk{r}", _cuda_rk(n))
+            cfg.define_knob(f"rk{r}", cuda_rk(n))
         cfg.define_knob("vector_fetch", (1, 4))
         cfg.define_knob("smem_layout", (0, 1, 2))
         cfg.define_knob("double_buffer", (0, 1, 2))
@@ -147,9 +116,9 @@ def _triton_gemm(dag: ComputeDAG):
     nbytes = max(DTYPE_BYTES.get(t.dtype, 4) for t in red.op.input_tensors())
 
     def tmpl(cfg, s, tensors) -> None:
-        cfg.define_knob("bm", _pow2_upto(m, (32, 64, 128, 256)))
-        cfg.define_knob("bn", _pow2_upto(n, (32, 64, 128, 256)))
-        cfg.define_knob("bk", _pow2_upto(k, (16, 32, 64, 128)))
+        cfg.define_knob("bm", pow2_upto(m, (32, 64, 128, 256)))
+        cfg.define_knob("bn", pow2_upto(n, (32, 64, 128, 256)))
+        cfg.define_knob("bk", pow2_upto(k, (16, 32, 64, 128)))
         cfg.define_knob("group_m", (1, 8))
         cfg.define_knob("num_warps", (4, 8))
         cfg.define_knob("num_stages", (2, 3, 4, 5))
@@ -158,7 +127,7 @@ def _triton_gemm(dag: ComputeDAG):
     def valid(v: dict) -> bool:
         smem = v["num_stages"] * (v["bm"] * v["bk"] + v["bk"] * v["bn"]) * nbytes
         acc_regs = v["bm"] * v["bn"] // (32 * v["num_warps"])
-        return smem <= SMEM_BYTES and acc_regs <= 256
+        return smem <= H200.max_shared_bytes and acc_regs <= 256
 
     return tmpl, valid
 
@@ -181,7 +150,7 @@ def gemm_seeds_triton(dag: ComputeDAG) -> list[dict[str, Any]]:
         batch *= a.extent
 
     def clamp(x: int, ext: int, choices) -> int:
-        return min(x, max(_pow2_upto(ext, choices)))
+        return min(x, max(pow2_upto(ext, choices)))
 
     seeds: list[tuple[bool, dict]] = []
     for bm, bn, bk, warps, stages in TRITON_GEMM_CONFIGS:
@@ -221,9 +190,8 @@ def rowwise_seeds(dag: ComputeDAG) -> list[dict[str, Any]]:
     row that divides it, with Welford fusion (two passes over the row, the second from L2) and the
     output stored `evict_first`, 16 then 8 warps, and 16 warps without the store hint; then the row
     held in registers, one row and the most rows per program that fit (16 values per thread: warps =
-    rows x n / 512, 4 to 16), stores without the hint. Order and hints from the H200 variants of
-    2026-12-03 (docs/bench_gpu.md): the hint helped every Welford kernel (+0.4% at 16 warps, +1.5%
-    at 8, +4% at 4) and cost the row-in-registers kernels about 1%. The Welford seeds only where the
+    rows x n / 512, 4 to 16), stores without the hint: the hint helps the Welford kernels and costs
+    the row-in-registers ones (see docs/decisions/triton-rowwise-seeds.md). The Welford seeds only where the
     row reductions can be a mean/variance pair (two sums or more; softmax's max and sum are not:
     its chunked kernels read the row three times)."""
     n = dag.outputs[0].op.axis[-1].extent
@@ -293,14 +261,8 @@ RULES: dict[tuple[str, str], Callable] = {
 }
 
 
-def _gemm_seeds_cuda(dag: ComputeDAG) -> list[dict[str, Any]]:
-    from autosched.space.gpu_seeds import gemm_seeds_cuda  # its rules use this module's knobs
-
-    return gemm_seeds_cuda(dag)
-
-
 SEEDS: dict[tuple[str, str], Callable[[ComputeDAG], list[dict[str, Any]]]] = {
-    ("cuda", "gemm"): _gemm_seeds_cuda, ("triton", "gemm"): gemm_seeds_triton, ("triton", "rowwise"): rowwise_seeds,
+    ("cuda", "gemm"): gemm_seeds_cuda, ("triton", "gemm"): gemm_seeds_triton, ("triton", "rowwise"): rowwise_seeds,
     ("triton", "elementwise"): elementwise_seeds_triton, ("cuda", "elementwise"): elementwise_seeds_cuda,
 }
 MAX_SEEDS = 8

@@ -12,15 +12,15 @@ product space cannot express, and searchers must skip such configs rather than m
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
 import numpy as np
+
+from tuning_db.canonical import canonical_hash
 
 Config = tuple[int, ...]
 """One choice index per knob, in the space's knob order. Hashable, so it can key dicts and sets."""
@@ -360,8 +360,7 @@ class ConfigSpace:
 
     def key(self) -> str:
         """Stable fingerprint of the knobs, so stored configs can be checked against their space."""
-        canon = json.dumps(self.to_json(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canon.encode()).hexdigest()
+        return canonical_hash(self.to_json(), allow_nan=True)
 
     def config_to_json(self, config: Sequence[int]) -> list[int]:
         return list(self.check(config))

@@ -1,13 +1,11 @@
 """What the C compiler targets on this host: kernels are compiled with `-march=native`, so the
 vector width the renderer writes for must be the one that flag enables here.
 
-Why it matters: the renderer writes register tiles and row loops with GCC vector types. A 64-byte
-vector type on a host without AVX-512 has no register mode: gcc keeps every such value in memory
-and splits each operation into pieces (measured on a 2-core AMD EPYC Zen 3 VM, AVX2 only,
-2026-12-03: a hand-tiled matmul 256^3 ran at 4 GFLOP/s and a 64-trial tuning run of matmul 512^3
-found nothing faster than an untiled scalar loop, 31 GFLOP/s, while numpy ran at 100). So the width
-is asked of the compiler, once per process, and can be pinned with AUTOSCHED_VECTOR_BYTES (tests
-pin it so that golden sources do not depend on the machine that runs them).
+Why it matters: the renderer writes register tiles and row loops with GCC vector types, and a
+vector type wider than the host's registers has no register mode, so gcc keeps every such value in
+memory and splits each operation into pieces. So the width is asked of the compiler, once per
+process, and can be pinned with AUTOSCHED_VECTOR_BYTES (tests pin it so that golden sources do not
+depend on the machine that runs them). See docs/decisions/vector-width-from-the-compiler.md.
 """
 
 from __future__ import annotations
@@ -61,8 +59,8 @@ def native_arch(compiler: str = "cc") -> str:
     """The ISA `-march=native` selects, as a short tag for target and cache keys ("znver3", "x86-64-v4"...).
 
     The CPU name alone can hide the vector width: a compiler older than the CPU names the nearest
-    CPU it knows and adds the extensions it detects (gcc 12.2 on an AMD EPYC Zen 4 says "znver3" and
-    enables AVX-512), and a VM may mask extensions the named CPU has. Schedules tuned for one width
+    CPU it knows and adds the extensions it detects, and a VM may mask extensions the named CPU
+    has (see docs/decisions/vector-width-from-the-compiler.md). Schedules tuned for one width
     are not the best for another, so the vector extensions that differ from the named CPU's are
     appended: "znver3+avx512f", "icelake-server-avx512f".
     """

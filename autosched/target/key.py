@@ -1,45 +1,19 @@
 """Targets: which renderer, which compiler, which device. The key names the device model, so
 records measured on different machines never mix in the tuning database. For the CPU it also names
 the ISA `-march=native` compiles for here (e.g. "AMD EPYC (znver3)"): VMs report one model name for
-CPU generations with and without AVX-512, and a schedule's speed differs between them by up to 10x."""
+CPU generations with and without AVX-512, and a schedule's speed differs widely between them
+(see docs/decisions/vector-width-from-the-compiler.md)."""
 
 from __future__ import annotations
 
-import functools
 import os
-import platform
 from dataclasses import dataclass
 
+from autosched.target.gpu import gpu_model
+from autosched.target.host import cpu_model
+from autosched.target.host_isa import native_arch
+
 TARGET_KINDS = ("cpu", "cuda", "triton")
-
-
-@functools.lru_cache(maxsize=1)
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-@functools.lru_cache(maxsize=1)
-def gpu_model() -> str:
-    """The first GPU's model ("NVIDIA H200") from nvidia-smi; "" where there is none (CI)."""
-    import shutil
-    import subprocess
-
-    if shutil.which("nvidia-smi") is None:
-        return ""
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "--id=0"],
-                             capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    lines = out.stdout.strip().splitlines() if out.returncode == 0 else []
-    return lines[0].strip().replace("|", " ") if lines else ""
 
 
 @dataclass(frozen=True)
@@ -68,8 +42,6 @@ class Target:
     @staticmethod
     def host(kind: str = "cpu") -> Target:
         if kind == "cpu":
-            from autosched.target.host_isa import native_arch
-
             arch = native_arch()
             device = cpu_model() if arch == "unknown" else f"{cpu_model()} ({arch})"
             return Target("cpu", device.replace("|", " "), len(os.sched_getaffinity(0)))

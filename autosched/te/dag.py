@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -13,6 +12,7 @@ from autosched.dtypes import is_float, np_dtype
 from autosched.te.expr import Binary, Call, Expr, IterVar, Reduce, Select, TensorRead, check_name, children
 from autosched.te.serialize import DAGFormatError, expr_from_json, expr_to_json
 from autosched.te.tensor import ComputeOp, PlaceholderOp, Tensor, compute, placeholder
+from tuning_db.canonical import canonical_json, sha256_text
 
 FORMAT_VERSION = 1
 _FLOP_BINARY = frozenset({"add", "sub", "mul", "div", "min", "max", "pow"})
@@ -122,12 +122,12 @@ class ComputeDAG:
                 "outputs": [t.name for t in self.outputs]}
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return canonical_json(self.to_dict(), allow_nan=True)
 
     @property
     def key(self) -> str:
         """sha256 of the canonical JSON: identical programs share a key."""
-        return hashlib.sha256(self.to_json().encode()).hexdigest()
+        return sha256_text(self.to_json())
 
     @staticmethod
     def from_dict(d: dict[str, Any]) -> ComputeDAG:

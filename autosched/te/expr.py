@@ -11,12 +11,17 @@ import math
 import operator
 import re
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from autosched.dtypes import check_dtype, is_float, promote
 
-if TYPE_CHECKING:
-    from autosched.te.tensor import Tensor
+
+class Tensor(Protocol):
+    """What an expression needs of a tensor it reads (the class is `autosched.te.tensor.Tensor`)."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -233,8 +238,6 @@ class Reducer:
     def __reduce__(self) -> Any:
         # builtins are recognized by identity (JSON writes them by name, the reference takes the
         # numpy fast path): a pickled te.sum must come back as te.sum, not as a lookalike copy
-        from autosched.te.tensor import BUILTIN_REDUCERS
-
         if BUILTIN_REDUCERS.get(self.name) is self:
             return (_builtin_reducer, (self.name,))
         return (Reducer, (self.name, self.combine, self.lhs, self.rhs, self.identity_spec))
@@ -268,9 +271,16 @@ class Reducer:
 
 
 def _builtin_reducer(name: str) -> Reducer:
-    from autosched.te.tensor import BUILTIN_REDUCERS
-
     return BUILTIN_REDUCERS[name]
+
+
+# the builtin reducers, recognized by identity (JSON writes them by name; the reference takes numpy's path)
+_lx, _ly = Var("x", "float64"), Var("y", "float64")
+BUILTIN_REDUCERS: dict[str, Reducer] = {
+    "sum": Reducer("sum", Binary("add", _lx, _ly, "float64"), _lx, _ly, 0.0),
+    "max": Reducer("max", Binary("max", _lx, _ly, "float64"), _lx, _ly, float("-inf")),
+    "min": Reducer("min", Binary("min", _lx, _ly, "float64"), _lx, _ly, float("inf")),
+}
 
 
 def _elementwise(r: Reducer, a: Any, b: Any) -> Expr:

@@ -10,18 +10,23 @@ of `if_then_else` (padding), whose value is discarded.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from math import prod
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
 from scipy.special import erf as _erf
 
 from autosched.dtypes import is_float, np_dtype, reference_dtype
 from autosched.te.expr import Binary, Call, Cast, Const, Expr, IterVar, Reduce, Select, TensorRead, Var
-from autosched.te.tensor import ComputeOp
+from autosched.te.tensor import ComputeOp, Tensor
 
-if TYPE_CHECKING:
-    from autosched.te.dag import ComputeDAG
+
+class ComputeDAG(Protocol):
+    """What the reference needs of a DAG (the class is `autosched.te.dag.ComputeDAG`)."""
+
+    placeholders: Sequence[Tensor]
+    computes: Sequence[Tensor]
 
 CHUNK_ELEMENTS = 1 << 22
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from autosched.dtypes import check_dtype, is_float
 from autosched.te.expr import (
-    Binary,
+    BUILTIN_REDUCERS,
     Const,
     Expr,
     IterVar,
@@ -188,11 +188,11 @@ def comm_reducer(
     return Reducer(name, as_expr(combine(lhs, rhs)), lhs, rhs, identity)
 
 
-_lx, _ly = Var("x", "float64"), Var("y", "float64")
-sum = Reducer("sum", Binary("add", _lx, _ly, "float64"), _lx, _ly, 0.0)  # noqa: A001
-max = Reducer("max", Binary("max", _lx, _ly, "float64"), _lx, _ly, float("-inf"))  # noqa: A001
-min = Reducer("min", Binary("min", _lx, _ly, "float64"), _lx, _ly, float("inf"))  # noqa: A001
-BUILTIN_REDUCERS = {"sum": sum, "max": max, "min": min}
+sum = BUILTIN_REDUCERS["sum"]  # noqa: A001
+max = BUILTIN_REDUCERS["max"]  # noqa: A001
+min = BUILTIN_REDUCERS["min"]  # noqa: A001
+
+
 
 
 def const(value: float | int, dtype: str = "float32") -> Const:

@@ -68,7 +68,7 @@ def suite(quick: bool):
         (f"softmax {rows}x4096 fp32", sm, 0, mb(sm), [("triton", lambda s: gt.triton_rowwise(s, 1, None, 8))],
          ["torch_eager", "torch_compile"]),
         (f"layernorm {rows}x4096 fp32", ln, 0, mb(ln),  # Welford chunks of 2048, evict-first store: the best
-         [("triton", lambda s: _evicting_welford(gt.triton_rowwise(s, 1, 2048, 16)))],  # variant (docs/bench_gpu.md)
+         [("triton", lambda s: _evicting_welford(gt.triton_rowwise(s, 1, 2048, 16)))],  # variant (results/bench_gpu.md)
          ["torch_eager", "torch_compile"]),
         ("gelu(tanh) 64M fp32", ge, 0, 2 * ge.dag.placeholders[0].shape[0] * 4,
          [("triton", lambda s: gt.triton_elementwise(s, 4096, 8)), ("cuda", lambda s: gt.cuda_elementwise(s, 256, 4))],
@@ -220,7 +220,7 @@ def seed_info(w, target, res) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", default="docs")
+    ap.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "results"))
     ap.add_argument("--trials", type=int, default=32)
     ap.add_argument("--deadline-s", type=float, default=540.0)
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke test)")

@@ -1,9 +1,9 @@
 """Merge the outputs of one device session (bench_gpu.py invocations, seeds_gpu.py) into one JSON
-file and print the Markdown tables of docs/bench_gpu.md from it (no figure is typed by hand).
+file and print the Markdown tables of benchmarks/results/bench_gpu.md from it (no figure is typed by hand).
 
     python benchmarks/gpu/merge_gpu.py --bench A/bench_gpu.json B/bench_gpu.json --seeds S/seeds_gpu.json \
-        --command "..." --variants V1/variants_layernorm.json ... --earlier docs/bench_gpu.json \
-        --out docs/bench_gpu.json > tables.md
+        --command "..." --variants V1/variants_layernorm.json ... --earlier benchmarks/results/bench_gpu.json \
+        --out benchmarks/results/bench_gpu.json > tables.md
 """
 
 from __future__ import annotations
