@@ -10,11 +10,13 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from autosched.codegen import vector_c as vc
+from autosched.codegen.register_tile import promote
 from autosched.dtypes import dtype_bytes
 from autosched.lowering import arith
 from autosched.lowering.ir import Allocate, Buffer, Comment, For, IfThen, Load, LoweredFunc, Seq, Stmt, Store
 from autosched.target.vector import lanes
-from autosched.te.expr import Binary, Call, Cast, Const, Expr, Select, Var
+from autosched.te.expr import Binary, Call, Cast, Const, Expr, Select, Var, substitute
 
 _INFIX = {"add": "+", "sub": "-", "mul": "*", "div": "/", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
           "eq": "==", "ne": "!=", "and": "&&", "or": "||"}
@@ -105,8 +107,6 @@ class CStyleRenderer:
 
     def flat_index(self, buf: Buffer, indices: tuple[Expr, ...]) -> str:
         if self.subst:
-            from autosched.te.expr import substitute
-
             indices = tuple(substitute(i, self.subst) for i in indices)
         flat: Expr = Const(0, "int32")
         for d, idx in enumerate(indices):
@@ -225,7 +225,6 @@ class CStyleRenderer:
             decl = len(self.lines) - 1
             self.stmt(s.body, indent + 1)
             if self.explicit_vectors:  # a register tile: one variable per vector (`register_tile`)
-                from autosched.codegen.register_tile import promote
 
                 promote(self.lines, decl, name, b.size)
         else:
@@ -288,8 +287,6 @@ class CStyleRenderer:
 
     def vector_loop(self, s: For, indent: int) -> bool:
         """Write `s` with explicit vector types; False when its body does not qualify."""
-        from autosched.codegen import vector_c as vc
-
         dtype = vc.explicit_plan(s)
         if dtype is None:
             return False
@@ -313,8 +310,6 @@ class CStyleRenderer:
         return True
 
     def vexpr(self, e: Expr, var: Var, vt: str) -> str:
-        from autosched.codegen import vector_c as vc
-
         if isinstance(e, Load) and vc.varies(e, var):
             return f"asc_ld_{vt}(&{self.buf_name(e.buffer)}[{self.flat_index(e.buffer, e.indices)}])"
         if isinstance(e, Binary) and vc.varies(e, var):

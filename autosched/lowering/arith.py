@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from autosched.lowering.ir import Load
 from autosched.te.expr import Binary, Call, Cast, Const, Expr, Select, TensorRead, Var, children, rebuild, walk
 
 
@@ -20,7 +21,6 @@ def _key(e: Expr) -> tuple:
         return ("c", e.value, e.dtype)
     if isinstance(e, Var):
         return ("v", id(e))
-    from autosched.lowering.ir import Load
 
     if isinstance(e, Load):
         return ("ld", id(e.buffer), tuple(_key(i) for i in e.indices))
@@ -213,8 +213,6 @@ def _b(op: str, a: Expr, b: Expr) -> Expr:
 
 
 def _depends(e: Expr, relaxed: dict[int, int]) -> bool:
-    from autosched.te.expr import walk
-
     return any(isinstance(n, Var) and id(n) in relaxed for n in walk(e))
 
 
@@ -230,8 +228,6 @@ def numeric_range(e: Expr, ranges: dict[int, int]) -> tuple[int, int] | None:
 
 
 def uses_only(e: Expr, var_ids: set[int]) -> bool:
-    from autosched.te.expr import walk
-
     return all(id(n) in var_ids for n in walk(e) if isinstance(n, Var))
 
 

@@ -25,7 +25,9 @@ from autosched.lowering import arith
 from autosched.lowering import gpu_passes as passes
 from autosched.lowering.ir import Allocate, Barrier, Buffer, For, IfThen, Load, LoweredFunc, Seq, Stmt, Store, seq
 from autosched.lowering.loop_nest import Lowerer
+from autosched.schedule.schedule import Schedule
 from autosched.schedule.state import ScheduleError, Stage
+from autosched.schedule.steps import PragmaStep
 from autosched.target.gpu import H200, GpuLimits
 from autosched.te.expr import Binary, IterVar, TensorRead, Var, walk
 from autosched.te.tensor import Tensor
@@ -109,9 +111,6 @@ def add_cooperative_fetch(sched, args: Sequence[Tensor]):
     """A copy of `sched` where every unbound shared stage is spread over the block's threads; with a
     `vector_fetch` pragma of width w its innermost loop is split by w and vectorized first (each thread
     then moves w contiguous elements: one 128-bit access for w=4 float32 when aligned)."""
-    from autosched.schedule.schedule import Schedule
-    from autosched.schedule.steps import PragmaStep
-
     todo = [st for st in sched.state.stages if st.scope == "shared" and st.attach[0] == "at"
             and not st.bindings and not st.annotations and not st.is_placeholder]
     if not todo:

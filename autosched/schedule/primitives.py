@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from autosched.schedule.bounds import derive
 from autosched.schedule.state import Fuse, Loop, ScheduleError, Split, Stage, State, make_stage
 from autosched.schedule.steps import (
     ANNOTATIONS,
@@ -22,7 +23,7 @@ from autosched.schedule.steps import (
     Step,
     TileStep,
 )
-from autosched.te.expr import IterVar, Reduce, TensorRead, Var
+from autosched.te.expr import IterVar, Reduce, Select, TensorRead, Var, substitute, walk
 from autosched.te.tensor import ComputeOp, Tensor
 
 CACHE_SCOPES = ("global", "local", "shared")
@@ -318,9 +319,6 @@ def _compute_root(state: State, s: ComputeRootStep) -> None:
 
 
 def _rfactor(state: State, s: RfactorStep) -> Tensor:
-    from autosched.schedule.bounds import derive
-    from autosched.te.expr import Select, substitute
-
     st = _compute_stage(state, s.stage)
     if not st.has_reduce:
         raise _Err(f"{st.name!r} has no reduction to factor")
@@ -402,8 +400,6 @@ def _fresh_axis_name(loop: str, taken: set[str]) -> str:
 
 
 def _vars_of(e) -> list[Var]:
-    from autosched.te.expr import walk
-
     return [n for n in walk(e) if isinstance(n, Var)]
 
 

@@ -10,6 +10,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from autosched.schedule.pretty import steps_as_python
 from autosched.schedule.primitives import apply_step
 from autosched.schedule.state import ScheduleError, Stage, State
 from autosched.schedule.steps import (
@@ -219,8 +220,6 @@ class Schedule:
 
     def as_python(self) -> str:
         """The schedule as primitive calls a person can read and paste."""
-        from autosched.schedule.pretty import steps_as_python
-
         return steps_as_python(self.steps)
 
 

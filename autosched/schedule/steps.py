@@ -10,6 +10,8 @@ import operator
 from dataclasses import MISSING, asdict, dataclass, fields
 from typing import Any, ClassVar
 
+from autosched.schedule.state import ScheduleError
+
 STEP_FORMAT_VERSION = 1
 THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z", "vthread")
 ANNOTATIONS = ("parallel", "vectorize", "unroll")
@@ -46,8 +48,6 @@ class Step:
                 object.__setattr__(self, f.name, n)  # numpy integers become plain ints (JSON)
 
     def _bad(self, name: str, what: str, v: object) -> None:
-        from autosched.schedule.state import ScheduleError
-
         stage = getattr(self, "stage", None) or getattr(self, "tensor", None)
         where = f" of stage {stage!r}" if isinstance(stage, str) else ""
         raise ScheduleError(f"step {self.kind!r}{where}: field {name!r} must be {what}, got {v!r}")
@@ -186,8 +186,6 @@ STEP_TYPES: dict[str, type[Step]] = {
 
 def step_from_dict(d: dict[str, Any]) -> Step:
     """Rebuild a step from its JSON form, validating the kind, version and field types."""
-    from autosched.schedule.state import ScheduleError
-
     if not isinstance(d, dict) or "kind" not in d:
         raise ScheduleError(f"malformed step {d!r}: expected an object with a 'kind'")
     kind = d["kind"]

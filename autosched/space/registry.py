@@ -4,19 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from autosched.space.cpu_sketch import SketchSpace
+from autosched.space.gpu_sketch import gpu_space
 from autosched.workload import Workload
 
 
 def _cpu(w: Workload):
-    from autosched.space.cpu_sketch import SketchSpace
-
     return SketchSpace(w.dag, "cpu")
 
 
 def _gpu(kind: str) -> Callable[[Workload], object]:
     def make(w: Workload):
-        from autosched.space.gpu_sketch import gpu_space
-
         return gpu_space(w, kind)
 
     return make

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from autosched.dtypes import is_float, np_dtype
-from autosched.te.expr import Binary, Call, Expr, IterVar, Reduce, Select, TensorRead, check_name, children
+from autosched.te.expr import Binary, Call, Expr, IterVar, Reduce, Select, TensorRead, check_name, children, substitute
+from autosched.te.reference import evaluate_dag
 from autosched.te.serialize import DAGFormatError, expr_from_json, expr_to_json
 from autosched.te.tensor import ComputeOp, PlaceholderOp, Tensor, compute, placeholder
 from tuning_db.canonical import canonical_json, sha256_text
@@ -184,8 +185,6 @@ class ComputeDAG:
 
     def evaluate(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """numpy reference: every computed tensor by name (see `autosched.te.reference`)."""
-        from autosched.te.reference import evaluate_dag
-
         return evaluate_dag(self, inputs)
 
 
@@ -206,8 +205,6 @@ def _compute_from_json(o: dict[str, Any], tensors: dict[str, Tensor]) -> Tensor:
 
 def _const_fn(body: Expr, axis: list[IterVar]):
     """fcompute that returns the loaded body with `compute`'s fresh axes substituted in."""
-    from autosched.te.expr import substitute
-
     def f(*new_axis: IterVar) -> Expr:
         mapping = dict(zip(axis, new_axis))
         if isinstance(body, Reduce):

@@ -8,6 +8,7 @@ from typing import Any
 from autosched.dtypes import INT_DTYPES, SUPPORTED_DTYPES, is_float, promote
 from autosched.te.expr import (
     BINARY_OPS,
+    BUILTIN_REDUCERS,
     COMPARE_OPS,
     FLOAT_FUNCS,
     UNARY_FUNCS,
@@ -47,8 +48,6 @@ def _unnum(v: Any) -> float | int | bool:
 
 
 def reducer_to_json(r: Reducer) -> Any:
-    from autosched.te.tensor import BUILTIN_REDUCERS
-
     if BUILTIN_REDUCERS.get(r.name) is r:
         return r.name
     ident = r.identity_spec
@@ -90,8 +89,6 @@ def _same(declared: Any, derived: str, node: Any) -> Any:
 
 
 def reducer_from_json(j: Any) -> Reducer:
-    from autosched.te.tensor import BUILTIN_REDUCERS
-
     if isinstance(j, str):
         if j not in BUILTIN_REDUCERS:
             raise DAGFormatError(f"unknown reducer {j!r}; builtin: {sorted(BUILTIN_REDUCERS)}")
