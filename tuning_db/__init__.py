@@ -15,7 +15,7 @@ from tuning_db.canonical import canonical_json, steps_hash
 from tuning_db.migrate import downgrade, head_revision, upgrade
 from tuning_db.repository import TuningDB
 from tuning_db.settings import DBSettings, db_settings_from_env, default_db_path, sqlite_url
-from tuning_db.types import OK, JobInfo, JobState, Record, RecordIn, TargetInfo, WorkloadInfo
+from tuning_db.types import OK, JobInfo, JobState, Record, RecordIn, RecordOutcome, TargetInfo, WorkloadInfo
 
 __all__ = [
     "OK",
@@ -24,6 +24,7 @@ __all__ = [
     "JobState",
     "Record",
     "RecordIn",
+    "RecordOutcome",
     "TargetInfo",
     "TuningDB",
     "WorkloadInfo",

@@ -1,9 +1,8 @@
 """How the best schedules are chosen from the records: a schedule measured more than once (a tuner
 re-measuring its top candidates, a resumed or repeated run) is judged by all of its measurements.
 
-Why: on a shared machine one measurement can be lucky by 20-50%, and the fastest single record is
-then the luckiest, not the fastest schedule (measured on the 2-core CPU VM, 2026-12-03: the tuner's
-pick for softmax took 1.38 ms when measured and 2.08 ms when timed again beside torch). Each
+Why: on a shared machine one measurement can be lucky, and the fastest single record is then the
+luckiest, not the fastest schedule (see docs/decisions/verify-by-median.md). Each
 schedule's cost is the upper median of its records' medians: the one record for a schedule measured
 once, the slower of two, the middle of three. It is always one of the stored records, so what
 `best()` returns is a real measurement with its costs, host and time.

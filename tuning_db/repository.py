@@ -32,7 +32,7 @@ from tuning_db.rows import (
     utcnow,
 )
 from tuning_db.settings import DBSettings
-from tuning_db.types import JobInfo, JobState, Record, RecordIn, TargetInfo, WorkloadInfo
+from tuning_db.types import JobInfo, JobState, Record, RecordIn, RecordOutcome, TargetInfo, WorkloadInfo
 
 R = records_table.c
 _OK = store.OK_ONLY
@@ -173,20 +173,43 @@ class TuningDB:
             return set(conn.execute(stmt).scalars())
 
     def _filter(
-        self, stmt: Select[Any], workload_key: str | None, target_key: str | None, ok_only: bool
+        self,
+        stmt: Select[Any],
+        workload_key: str | None,
+        target_key: str | None,
+        ok_only: bool,
+        job_id: str | None = None,
     ) -> Select[Any]:
         if workload_key is not None:
             stmt = stmt.where(R.workload_key == workload_key)
         if target_key is not None:
             stmt = stmt.where(R.target_key == target_key)
+        if job_id is not None:
+            stmt = stmt.where(R.job_id == job_id)
         return stmt.where(_OK) if ok_only else stmt
 
     def count_records(
-        self, workload_key: str | None = None, target_key: str | None = None, ok_only: bool = False
+        self,
+        workload_key: str | None = None,
+        target_key: str | None = None,
+        ok_only: bool = False,
+        job_id: str | None = None,
     ) -> int:
-        stmt = self._filter(select(func.count()).select_from(records_table), workload_key, target_key, ok_only)
+        """How many records match: all of them, or those of a workload, target and/or job (`ok_only`:
+        valid measurements only)."""
+        stmt = self._filter(
+            select(func.count()).select_from(records_table), workload_key, target_key, ok_only, job_id
+        )
         with self._reader.connect() as conn:
             return int(conn.execute(stmt).scalar_one())
+
+    def record_outcomes(self, job_id: str) -> list[RecordOutcome]:
+        """The outcome (id, median, error code) of every record job `job_id` stored, in insertion
+        order; [] for an unknown job. Reads no schedules or costs, so a long job's tuning curve
+        stays cheap (one range of `ix_records_job`)."""
+        stmt = select(R.id, R.median, R.error_code).where(R.job_id == job_id).order_by(R.id)
+        with self._reader.connect() as conn:
+            return [RecordOutcome(int(i), m, int(e)) for i, m, e in conn.execute(stmt)]
 
     def records(
         self,
@@ -243,6 +266,15 @@ class TuningDB:
                 raise ValueError(f"job {values['id']!r} already exists")
             conn.execute(jobs_table.insert().values(**values))
             return to_job(conn.execute(select(jobs_table).where(jobs_table.c.id == values["id"])).one())
+
+    def count_jobs_by_state(self) -> dict[JobState, int]:
+        """How many jobs are in each state: every `JobState`, in declaration order, 0 when none."""
+        stmt = select(jobs_table.c.state, func.count()).group_by(jobs_table.c.state)
+        counts = dict.fromkeys(JobState, 0)
+        with self._reader.connect() as conn:
+            for state, n in conn.execute(stmt):
+                counts[JobState(state)] = int(n)
+        return counts
 
     def get_job(self, job_id: str) -> JobInfo | None:
         with self._reader.connect() as conn:

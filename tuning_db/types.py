@@ -89,6 +89,22 @@ class Record:
 
 
 @dataclass(frozen=True)
+class RecordOutcome:
+    """How one stored measurement came out, without its schedule: what a tuning curve needs.
+
+    `median` is None for a failed candidate, as in `Record`.
+    """
+
+    id: int
+    median: float | None
+    error_code: int
+
+    @property
+    def ok(self) -> bool:
+        return self.error_code == OK
+
+
+@dataclass(frozen=True)
 class WorkloadInfo:
     """A workload: `key` is autosched's workload key (sha256 of the canonical DAG JSON), `spec` that JSON."""
 

@@ -31,16 +31,18 @@ def _workload(args):
 
 
 def cmd_tune(args) -> int:
-    from autosched.tuning.api import tune
+    from autosched.tuning.api import TuneOptions, tune
     from autosched.tuning.tuner import VERIFY_ROUNDS
 
     w = _workload(args)
     print(f"tuning {w.name}{tuple(w.args)} key={w.key} target={args.target} trials={args.trials} "
           f"searcher={args.searcher} cost_model={args.cost_model}", flush=True)
-    r = tune(w, args.target, args.trials, searcher=args.searcher,
-             cost_model=None if args.cost_model == "none" else args.cost_model, db=args.db, runner=args.runner,
-             batch_size=args.batch_size, early_stopping=args.early_stopping, seed=args.seed, plot=args.plot,
-             verify=args.verify, transfer=not args.no_transfer)
+    options = TuneOptions(
+        trials=args.trials, batch_size=args.batch_size, searcher=args.searcher,
+        cost_model=None if args.cost_model == "none" else args.cost_model, seed=args.seed,
+        early_stopping=args.early_stopping, verify=args.verify, transfer=not args.no_transfer, db=args.db,
+        runner=args.runner, plot=args.plot, progress=True)  # live on a terminal, plain lines in a pipe
+    r = tune(w, args.target, options=options)
     if r.best_steps_json is None:
         print(f"no valid schedule found in {r.trials} trials; errors: {r.errors}")
         return 1
@@ -163,6 +165,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("op", help="registered op name, e.g. matmul")
     t.add_argument("args", nargs="*", help="op arguments, e.g. 1024 1024 1024")
     t.add_argument("--param", action="append", help="keyword argument NAME=VALUE (repeatable)")
+    # also after the subcommand (`autosched tune ... --db URL`); when absent the global --db stands
+    t.add_argument("--db", default=argparse.SUPPRESS, help="database URL or SQLite path (as the global --db)")
     t.add_argument("--target", default="cpu")
     t.add_argument("--trials", type=int, default=200)
     t.add_argument("--searcher", default="genetic", help="random, grid, annealing, genetic, rl")

@@ -20,17 +20,14 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse
-from sqlalchemy import func, select
+from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 
 from autosched.service.dashboard import PAGE
 from autosched.service.deps import BodyLimitMiddleware, Reader, ServiceState, Svc
 from autosched.service.manager import JobManager
-from autosched.service.metrics import MetricsMiddleware, RequestMetrics, gauge
+from autosched.service.metrics import MetricsMiddleware, ServiceMetrics
 from autosched.service.settings import ServiceSettings
 from tuning_db import TuningDB
-from tuning_db.models import jobs_table
-from tuning_db.types import JobState
 
 log = logging.getLogger("autosched.service")
 
@@ -62,20 +59,23 @@ def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
 
 
 def create_app(settings: ServiceSettings, *, start_manager: bool = True) -> FastAPI:
-    metrics = RequestMetrics()
+    metrics = ServiceMetrics()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         db = TuningDB(settings.db_url)
         executor = make_executor(settings) if start_manager else None
-        manager = JobManager(db, settings, executor)
+        manager = JobManager(db, settings, executor, on_event=metrics.job_event, on_running=metrics.set_running)
         app.state.svc = ServiceState(settings, db, manager, metrics, time.time())
+        metrics.db = db
         manager.start()
         log.info("autosched service up: db=%s executor=%s", db, type(executor).__name__ if executor else "none")
         try:
             yield
         finally:
             manager.stop()
+            metrics.db = None
+            metrics.close()
             db.close()
 
     app = FastAPI(
@@ -103,23 +103,12 @@ def create_app(settings: ServiceSettings, *, start_manager: bool = True) -> Fast
                 "uptime_s": round(time.time() - svc.started, 1)}
 
     @app.get("/metrics", response_class=PlainTextResponse, tags=["ops"])
-    def prometheus(svc: Svc, _: Reader) -> PlainTextResponse:
-        """Prometheus text format: jobs by state, records, request counts and latency."""
-        counts = {s.value: 0 for s in JobState}
-        with svc.db.engine.connect() as conn:
-            stmt = select(jobs_table.c.state, func.count()).group_by(jobs_table.c.state)
-            counts.update({state: int(n) for state, n in conn.execute(stmt)})
-        lines = gauge("autosched_jobs", "Jobs in the database by state.",
-                      [({"state": k}, v) for k, v in counts.items()])
-        lines += gauge("autosched_records", "Measurement records in the database.", [({}, svc.db.count_records())])
-        lines += gauge("autosched_workloads", "Workloads in the database.", [({}, len(svc.db.workloads()))])
-        lines += gauge("autosched_jobs_running_here", "Jobs this process is running now.",
-                       [({}, len(svc.manager.running))])
-        lines += ["# HELP autosched_job_events_total Job manager events by kind.",
-                  "# TYPE autosched_job_events_total counter"]
-        lines += [f'autosched_job_events_total{{event="{k}"}} {v}' for k, v in sorted(svc.manager.events.items())]
-        lines += list(svc.metrics.lines())
-        return PlainTextResponse("\n".join(lines) + "\n", media_type="text/plain; version=0.0.4")
+    def prometheus(request: Request, svc: Svc, _: Reader) -> Response:
+        """Prometheus text format (OpenMetrics when the Accept header asks for it): jobs by state,
+        records, workloads, job manager events, request counts and latency."""
+        svc.metrics.set_running(len(svc.manager.running))
+        body, content_type = svc.metrics.exposition(request.headers.get("accept"))
+        return Response(body, media_type=content_type)
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     @app.get("/dashboard", response_class=HTMLResponse, include_in_schema=False)

@@ -15,7 +15,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from autosched.service.manager import JobManager
-from autosched.service.metrics import RequestMetrics
+from autosched.service.metrics import ServiceMetrics
 from autosched.service.settings import ServiceSettings
 from tuning_db import TuningDB
 from tuning_db.types import WorkloadInfo
@@ -26,7 +26,7 @@ class ServiceState:
     settings: ServiceSettings
     db: TuningDB
     manager: JobManager
-    metrics: RequestMetrics
+    metrics: ServiceMetrics
     started: float
     _workloads: dict[str, WorkloadInfo] = field(default_factory=dict)
     _sources: OrderedDict[tuple[int, str], Any] = field(default_factory=OrderedDict)

@@ -17,7 +17,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from autosched.service.executors import Executor
@@ -73,12 +73,17 @@ def _priority(job: JobInfo) -> int:
 class JobManager:
     """Runs the scheduling loop in a background thread; `wake()` after a submit or cancel."""
 
-    def __init__(self, db: TuningDB, settings: ServiceSettings, executor: Executor | None) -> None:
+    def __init__(self, db: TuningDB, settings: ServiceSettings, executor: Executor | None, *,
+                 on_event: Callable[[str], None] | None = None,
+                 on_running: Callable[[int], None] | None = None) -> None:
+        """`on_event(kind)` hears every event counted in `events`; `on_running(n)` the number of
+        jobs this process runs, after each round and at stop (both feed /metrics)."""
         self.db, self.settings, self.executor = db, settings, executor
         self.running: dict[str, Slot] = {}
         self.last_start: dict[str, float] = {}
         self.attempts: Counter[str] = Counter()
         self.events: Counter[str] = Counter()  # started, preempted, done, failed, requeued: for /metrics
+        self._on_event, self._on_running = on_event, on_running
         self._wake = threading.Event()
         self._halt = threading.Event()
         self._thread: threading.Thread | None = None
@@ -112,6 +117,16 @@ class JobManager:
         for job_id in list(self.running):
             self._requeue(job_id, "")
         self.running.clear()
+        self._report_running()
+
+    def _event(self, kind: str) -> None:
+        self.events[kind] += 1
+        if self._on_event is not None:
+            self._on_event(kind)
+
+    def _report_running(self) -> None:
+        if self._on_running is not None:
+            self._on_running(len(self.running))
 
     # ---------------------------------------------------------------- loop
     def _loop(self) -> None:
@@ -136,10 +151,11 @@ class JobManager:
             for job_id in preempt:
                 if self._requeue(job_id, ""):
                     self.running[job_id].preempting = True
-                    self.events["preempted"] += 1
+                    self._event("preempted")
             by_id = {w.job_id: w for w in waiting}
             for job_id in start:
                 self._launch(job_id, by_id[job_id].priority)
+            self._report_running()
 
     def _launch(self, job_id: str, priority: int) -> None:
         assert self.executor is not None
@@ -149,7 +165,7 @@ class JobManager:
             return
         self.running[job_id] = Slot(job_id, priority, time.monotonic())
         self.last_start[job_id] = time.time()
-        self.events["started"] += 1
+        self._event("started")
         self.executor.launch(JobSpec(job_id, self.settings.db_url, self.settings.ray_address))
 
     def _requeue(self, job_id: str, why: str) -> bool:
@@ -162,7 +178,7 @@ class JobManager:
     def _finish(self, job_id: str, state: JobState, error: str = "") -> None:
         try:
             self.db.update_job(job_id, state=state, error=error)
-            self.events[state.value] += 1
+            self._event(state.value)
         except ValueError:  # cancelled or requeued meanwhile: that state stands
             pass
 
@@ -186,7 +202,7 @@ class JobManager:
                              f"job runner lost {self.attempts[out.job_id]} times; last: {out.message}")
             else:
                 self._requeue(out.job_id, f"runner lost ({out.message[:200]}); resuming")
-                self.events["requeued"] += 1
+                self._event("requeued")
         elif out.status == "error":
             self._finish(out.job_id, JobState.FAILED, out.message)
         # "stopped" with the row still running: this process is shutting down; stop() requeues it

@@ -10,14 +10,12 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Response
 from fastapi import Path as PathParam
-from sqlalchemy import func, select
 
 from autosched.service.deps import Reader, ServiceState, Svc, Writer
 from autosched.service.schemas import CurveOut, JobCreate, JobList, JobOut, Problem, gflops
 from autosched.service.workloads import build_workload
 from autosched.target.key import Target
 from autosched.tuning.api import register
-from tuning_db.models import records_table
 from tuning_db.types import JobInfo, JobState
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
@@ -76,23 +74,10 @@ def list_jobs(svc: Svc, _: Reader,
     return JobList(jobs=[_job_out(svc, j) for j in jobs])
 
 
-def _job_records(svc: ServiceState, job_id: str) -> list[tuple[float | None, int]]:
-    r = records_table.c
-    stmt = select(r.median, r.error_code).where(r.job_id == job_id).order_by(r.id)
-    with svc.db.engine.connect() as conn:
-        return [(m, e) for m, e in conn.execute(stmt)]
-
-
-def _count_records(svc: ServiceState, job_id: str) -> int:
-    stmt = select(func.count()).select_from(records_table).where(records_table.c.job_id == job_id)
-    with svc.db.engine.connect() as conn:
-        return int(conn.execute(stmt).scalar_one())
-
-
 @router.get("/{job_id}", response_model=JobOut, responses={404: {"model": Problem}})
 def get_job(job_id: JobId, svc: Svc, _: Reader) -> JobOut:
     """State, trials done, best so far, error, and how many measurements the job stored."""
-    return _job_out(svc, _get(svc, job_id), _count_records(svc, job_id))
+    return _job_out(svc, _get(svc, job_id), svc.db.count_records(job_id=job_id))
 
 
 @router.delete("/{job_id}", response_model=JobOut, responses={404: {"model": Problem}, 409: {"model": Problem}})
@@ -114,9 +99,9 @@ def curve_points(svc: ServiceState, job: JobInfo) -> list[tuple[int, float]]:
     info = svc.workload(job.workload_key)
     flops = info.flops if info else 0.0
     best, pts = math.inf, []
-    for n, (median, err) in enumerate(_job_records(svc, job.id), 1):
-        if err == 0 and median:
-            best = min(best, median)
+    for n, rec in enumerate(svc.db.record_outcomes(job.id), 1):
+        if rec.ok and rec.median:
+            best = min(best, rec.median)
         pts.append((n, gflops(flops, best) if math.isfinite(best) and flops else 0.0))
     return pts
 

@@ -1,31 +1,48 @@
-"""The public tuning API: `asc.tune`, `asc.tune_many`, `asc.apply_best`.
+"""The public tuning API: `asc.tune`, `asc.tune_many`, `asc.apply_best`, and `asc.TuneOptions`.
 
-Wires the pieces: the workload's sketch space and a searcher (search/), the measurer with its
-builder and runner (measure/), and the tuning database (tuning_db/) that records every result
-and lets a second run start from what the first one learned.
+`tune` and `tune_many` take their options as one `TuneOptions` (autosched.tuning.options) plus
+keyword overrides of its fields, and wire the pieces in one place, `Session`: the database
+(tuning_db/) that records every result and lets a second run start from what the first learned,
+the measurer with its builder and runner (measure/), the cost model, the progress display, and per
+workload its sketch space and searcher (a `TaskTuner`).
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from autosched.compile.cpu_kernel import BuiltKernel, build
 from autosched.compile.types import MeasureInput
+from autosched.measure.batch import ProgramMeasurer
 from autosched.measure.types import MeasureResult
 from autosched.schedule.replay import schedule_from_steps
+from autosched.space.template import TemplateSpace
 from autosched.target.key import Target
 from autosched.te.tensor import Tensor
-from autosched.tuning.tuner import TaskTuner, TuneOptions, TuneResult, make_cost_model
+from autosched.tuning.candidates import features_of_steps
+from autosched.tuning.options import TuneOptions
+from autosched.tuning.progress import TuneProgress
+from autosched.tuning.protocols import CostModel, Database, Measurer, SearchSpace
+from autosched.tuning.task_scheduler import TaskScheduler
+from autosched.tuning.transfer import transfer_seeds
+from autosched.tuning.tuner import TaskTuner, TuneResult, make_cost_model
 from autosched.workload import Workload
 from tuning_db import TuningDB
+from tuning_db.ranking import upper_median
+from tuning_db.settings import db_settings_from_env
 from tuning_db.types import RecordIn
+
+__all__ = ["NoTunedScheduleError", "Session", "TuneOptions", "TuneResult", "apply_best", "known_costs", "open_db",
+           "plot_curves", "tune", "tune_many"]
 
 
 class NoTunedScheduleError(LookupError):
@@ -46,21 +63,35 @@ def open_db(db: TuningDB | str | None) -> TuningDB:
     if isinstance(db, TuningDB):
         return db
     if db is None:
-        from tuning_db.settings import db_settings_from_env
-
         return TuningDB(db_settings_from_env())
     return TuningDB(db if "://" in str(db) else f"sqlite:///{Path(db).expanduser()}")
 
 
-def register(db: TuningDB, w: Workload, target: Target) -> None:
+def register(db: Database, w: Workload, target: Target) -> None:
     db.ensure_workload(w.key, w.name, w.to_dict(), w.flops)
     db.ensure_target(target.key, target.kind, {"kind": target.kind, "device": target.device, "cores": target.cores})
+
+
+def known_costs(db: Database, workload_key: str, target_key: str) -> dict[str, float]:
+    """steps hash -> cost of every schedule the database holds for (workload, target): what a run
+    reuses instead of measuring again (resume).
+
+    The rule, the same for `tune` and `tune_many`: a record counts only if it succeeded with a
+    finite, positive median (a zero or non-finite cost is no measurement: the tuner divides FLOPs by
+    it), and a schedule stored several times costs the upper median of its records, as the database
+    ranks it (`tuning_db.ranking`), so the reused cost is the one `apply_best` would judge by.
+    """
+    medians: dict[str, list[float]] = {}
+    for r in db.records(workload_key, target_key, ok_only=True):
+        if r.median is not None and math.isfinite(r.median) and r.median > 0:
+            medians.setdefault(r.steps_hash, []).append(r.median)
+    return {h: upper_median(m) for h, m in medians.items()}
 
 
 class RecordToDB:
     """Measure callback: every result, failed ones too, becomes a record."""
 
-    def __init__(self, db: TuningDB, job_id: str | None = None) -> None:
+    def __init__(self, db: Database, job_id: str | None = None) -> None:
         self.db, self.job_id = db, job_id
 
     def __call__(self, inputs: Sequence[MeasureInput], results: Sequence[MeasureResult]) -> None:
@@ -84,18 +115,16 @@ _LOCAL_MEASURE = {
 
 
 def _load(spec: str):
-    import importlib
-
+    """The class named by "module:name", imported now (the GPU runner's module needs CuPy)."""
     mod, _, name = spec.partition(":")
     return getattr(importlib.import_module(mod), name)
 
 
-def default_measurer(runner: Any = None, builder: Any = None, callbacks: Sequence = (), kind: str = "cpu"):
+def default_measurer(runner: Any = None, builder: Any = None, callbacks: Sequence = (),
+                     kind: str = "cpu") -> ProgramMeasurer:
     """A ProgramMeasurer over a local process-pool builder and an isolated local runner, or Ray."""
-    from autosched.measure.batch import ProgramMeasurer
-
     if runner == "ray" or (isinstance(runner, str) and ":" in runner):
-        from autosched.measure.ray_runner import RayRunner
+        from autosched.measure.ray_runner import RayRunner  # lazy: importing Ray costs seconds
 
         runner = RayRunner(address=None if runner == "ray" else runner)
     run_cls, build_cls = _LOCAL_MEASURE[kind]
@@ -109,7 +138,7 @@ def default_measurer(runner: Any = None, builder: Any = None, callbacks: Sequenc
     return ProgramMeasurer(builder, runner, list(callbacks))
 
 
-def warm_start(model, db: TuningDB, target: Target, exclude_key: str | None = None, limit: int = 1500,
+def warm_start(model: CostModel, db: Database, target: Target, exclude_key: str | None = None, limit: int = 1500,
                seed: int = 0) -> int:
     """Train `model` on the database's records of other workloads on the same target (transfer).
 
@@ -117,8 +146,6 @@ def warm_start(model, db: TuningDB, target: Target, exclude_key: str | None = No
     all its successful records (slow ones included), not only its best ones: trained on top-k
     records alone, every example looks good and the model learns nothing about what to avoid.
     """
-    from autosched.tuning.candidates import features_of_steps
-
     infos = [i for i in db.workloads() if i.key != exclude_key]
     per_workload = max(1, limit // max(1, len(infos)))
     rng = np.random.default_rng(seed)
@@ -140,31 +167,91 @@ def warm_start(model, db: TuningDB, target: Target, exclude_key: str | None = No
     return len(triples)
 
 
-def add_transfer_seeds(task: TaskTuner, db: TuningDB) -> None:
+def add_transfer_seeds(task: TaskTuner, db: Database) -> None:
     """With the xgb model and `transfer` on, start `task` from the best stored schedules of the same
     operator at other shapes (see `autosched.tuning.transfer`)."""
-    from autosched.tuning.transfer import transfer_seeds
-
     if task.options.cost_model == "xgb" and task.options.transfer:
         task.add_transfer_seeds(transfer_seeds(db, task.workload, task.target, task.space))
 
 
-def _progress(task: TaskTuner) -> None:
-    if os.environ.get("AUTOSCHED_QUIET"):
-        return
-    gf = task.curve[-1][1] if task.curve else 0.0
-    print(f"[{task.workload.name}] trials {task.trials}/{task.options.trials}  best {gf:8.1f} GFLOP/s  "
-          f"measured {task.measured}  reused {task.reused}  errors {sum(task.errors.values())}", flush=True)
+def _close(measurer: Any) -> None:
+    for obj in (getattr(measurer, "runner", None), getattr(measurer, "builder", None)):
+        close = getattr(obj, "close", None) or getattr(obj, "shutdown", None)
+        if close is not None:
+            try:
+                close()
+            except Exception:  # noqa: BLE001  closing must not mask the tuning result
+                pass
 
 
-def tune(workload: Workload | Sequence[Tensor] | str, target: str | Target = "cpu", trials: int = 200, *,
-         searcher: str = "genetic", cost_model: str | None = "xgb", db: TuningDB | str | None = None,
-         runner: Any = None, builder: Any = None, batch_size: int = 16, early_stopping: int | None = None,
-         seed: int = 0, progress: bool = True, plot: str | Path | None = None, job_id: str | None = None,
-         searcher_options: dict | None = None, on_batch: Callable[[TaskTuner], None] | None = None,
-         should_stop: Callable[[], bool] | None = None, template: Callable | None = None,
-         verify: int = 4, transfer: bool = True) -> TuneResult:
+class Session:
+    """The wiring of one tuning call, in one place for `tune` and `tune_many`.
+
+    Opens the database, the measurer (builder and runner; every result becomes a record), one cost
+    model and the progress display; `task(w)` registers a workload and makes its TaskTuner over
+    them, starting from what the database already knows of it (`known_costs`) and, with the xgb
+    model and `transfer`, from the same operator's best schedules at other shapes. Several tasks
+    share the measurer and the model. Closing the session closes the runner, builder and display.
+    """
+
+    def __init__(self, target: Target, options: TuneOptions, workloads: Sequence[Workload] = (), *,
+                 budget: int | None = None) -> None:
+        self.target, self.options = target, options
+        self.db: Database = open_db(options.db)
+        self.model: CostModel | None = make_cost_model(options.cost_model, options.seed)
+        self.measurer: Measurer = default_measurer(options.runner, options.builder,
+                                                   [RecordToDB(self.db, options.job_id)], kind=target.kind)
+        self.progress: TuneProgress | None = None
+        if TuneProgress.wanted(options.progress):
+            self.progress = TuneProgress([w.name for w in workloads], [options.trials] * len(workloads),
+                                         budget=budget)
+
+    def warm_start(self, exclude_key: str | None) -> int:
+        """Train the xgb model on the database's records of other workloads (`warm_start`); a model
+        shared by live tasks (`tune_many`) learns from them instead."""
+        if self.model is None or self.options.cost_model != "xgb":
+            return 0
+        return warm_start(self.model, self.db, self.target, exclude_key=exclude_key, seed=self.options.seed)
+
+    def task(self, workload: Workload, *, space: SearchSpace | None = None,
+             check_transfer: bool = True) -> TaskTuner:
+        register(self.db, workload, self.target)
+        task = TaskTuner(workload, self.target, self.measurer, self.options,
+                         known=known_costs(self.db, workload.key, self.target.key), model=self.model,
+                         on_batch=self._after_batch, space=space, check_transfer=check_transfer)
+        add_transfer_seeds(task, self.db)
+        return task
+
+    def should_stop(self) -> bool:
+        return self.options.should_stop is not None and bool(self.options.should_stop())
+
+    def _after_batch(self, task: TaskTuner) -> None:
+        if self.progress is not None:
+            self.progress.update(task)
+        if self.options.on_batch is not None:
+            self.options.on_batch(task)
+
+    def close(self) -> None:
+        try:
+            _close(self.measurer)
+        finally:
+            if self.progress is not None:
+                self.progress.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def tune(workload: Workload | Sequence[Tensor] | str, target: str | Target = "cpu", trials: int | None = None, *,
+         options: TuneOptions | None = None, **overrides: Any) -> TuneResult:
     """Tune `workload` on `target` for `trials` candidates; every result goes to the database.
+
+    Options: `options` (a `TuneOptions`; default: its defaults, 200 trials), then `trials` if given,
+    then `overrides`, keywords named like the fields of `TuneOptions` (`db=`, `searcher=`,
+    `batch_size=`, `progress=`, ...); an unknown keyword raises TypeError.
 
     `on_batch(task)` is called after every batch (progress: `task.trials`, `task.best_cost`,
     `task.curve`); `should_stop()` is checked between batches, so a job can be cancelled cleanly.
@@ -174,96 +261,59 @@ def tune(workload: Workload | Sequence[Tensor] | str, target: str | Target = "cp
     With the xgb model, the knowledge of other workloads in the database is used twice: the model
     is warm-started from their records, and (`transfer`) the best schedules of the same operator at
     other shapes are measured first (`autosched.tuning.transfer`). Without a model a run uses its
-    own measurements alone.
+    own measurements alone. `progress`: a live display on a terminal, plain lines otherwise.
     """
+    opts = TuneOptions.resolve(options, overrides, "tune", trials=trials)
     w = as_workload(workload)
     tgt = Target.parse(target)
-    opts = TuneOptions(trials, batch_size, searcher, cost_model, seed, early_stopping, searcher_options or {},
-                       verify, transfer)
-    database = open_db(db)
-    register(database, w, tgt)
-    known = {r.steps_hash: r.median for r in database.records(w.key, tgt.key, ok_only=True)
-             if r.median is not None}
-    model = make_cost_model(cost_model, seed)
-    if model is not None and cost_model == "xgb":
-        warm_start(model, database, tgt, exclude_key=w.key, seed=seed)
-    measurer = default_measurer(runner, builder, [RecordToDB(database, job_id)], kind=tgt.kind)
-    t0 = time.perf_counter()
-    def after_batch(t: TaskTuner) -> None:
-        if progress:
-            _progress(t)
-        if on_batch is not None:
-            on_batch(t)
-
-    space = None
-    if template is not None:
-        from autosched.space.template import TemplateSpace
-
-        space = TemplateSpace(w.dag, template, w.args_order)
-    task = TaskTuner(w, tgt, measurer, opts, known=known, model=model, on_batch=after_batch, space=space)
-    add_transfer_seeds(task, database)
-    try:
-        result = task.run(should_stop)
-    finally:
-        _close(measurer)
+    space = TemplateSpace(w.dag, opts.template, w.args_order) if opts.template is not None else None
+    with Session(tgt, opts, [w]) as session:
+        session.warm_start(exclude_key=w.key)
+        t0 = time.perf_counter()
+        task = session.task(w, space=space)
+        result = task.run(session.should_stop)
     result.seconds = time.perf_counter() - t0
-    if plot:
-        plot_curves({w.name: result.curve}, plot, title=f"{w.name} on {tgt.kind}")
+    if opts.plot:
+        plot_curves({w.name: result.curve}, opts.plot, title=f"{w.name} on {tgt.kind}")
     return result
 
 
-def _close(measurer) -> None:
-    for obj in (measurer.runner, measurer.builder):
-        close = getattr(obj, "close", None) or getattr(obj, "shutdown", None)
-        if close is not None:
-            try:
-                close()
-            except Exception:  # noqa: BLE001  closing must not mask the tuning result
-                pass
-
-
-def tune_many(workloads: Sequence[Workload], target: str | Target = "cpu", trials: int = 400, *,
-              weights: Sequence[float] | None = None, db: TuningDB | str | None = None, runner: Any = None,
-              searcher: str = "genetic", cost_model: str | None = "xgb", batch_size: int = 16, seed: int = 0,
-              progress: bool = True) -> list[TuneResult]:
-    """Share a budget of `trials` over several workloads with Ansor's gradient-based task scheduler."""
-    from autosched.tuning.task_scheduler import TaskScheduler
-
+def tune_many(workloads: Sequence[Workload], target: str | Target = "cpu", trials: int | None = None, *,
+              weights: Sequence[float] | None = None, options: TuneOptions | None = None,
+              **overrides: Any) -> list[TuneResult]:
+    """Share a budget of `trials` (default 400, or `options.trials`) over several workloads with
+    Ansor's gradient-based task scheduler. Options as for `tune`; the tasks share one measurer and
+    one cost model (not warm-started: the live tasks teach it), and `template` does not apply."""
+    if trials is None and options is None:
+        trials = 400
+    opts = TuneOptions.resolve(options, overrides, "tune_many", trials=trials)
+    if opts.template is not None:
+        raise TypeError("tune_many() takes no template: a template is one workload's space; use tune()")
     tgt = Target.parse(target)
-    database = open_db(db)
-    measurer = default_measurer(runner, None, [RecordToDB(database)], kind=tgt.kind)
-    model = make_cost_model(cost_model, seed)  # one model shared by all tasks: they transfer
-    tasks = []
-    for w in workloads:
-        register(database, w, tgt)
-        known = {r.steps_hash: r.median for r in database.records(w.key, tgt.key, ok_only=True) if r.median}
-        tasks.append(TaskTuner(w, tgt, measurer, TuneOptions(trials, batch_size, searcher, cost_model, seed),
-                               known=known, model=model, on_batch=_progress if progress else None,
-                               check_transfer=False))
-    for t in tasks:
-        add_transfer_seeds(t, database)
-    sched = TaskScheduler(len(tasks), weights)
-    used, t0 = 0, time.perf_counter()
-    try:
-        while used < trials and not sched.done:
+    with Session(tgt, opts, workloads, budget=opts.trials) as session:
+        # the model is shared by live tasks: their records are not stale transfer to be checked
+        tasks = [session.task(w, check_transfer=False) for w in workloads]
+        sched = TaskScheduler(len(tasks), weights)
+        used, t0 = 0, time.perf_counter()
+        while used < opts.trials and not sched.done and not session.should_stop():
             k = sched.next_task()
             n = tasks[k].step()
             used += n
             sched.update(k, tasks[k].best_cost, n)
             if n == 0 or tasks[k].done:
                 sched.dead[k] = True  # nothing left to try for this task
-        for t in tasks:
-            t.verify()
-    finally:
-        _close(measurer)
-    return [t.result(time.perf_counter() - t0) for t in tasks]
+        if not session.should_stop():
+            for t in tasks:
+                t.verify()
+    results = [t.result(time.perf_counter() - t0) for t in tasks]
+    if opts.plot:
+        plot_curves({r.workload.name: r.curve for r in results}, opts.plot, title=f"{len(results)} tasks on {tgt.kind}")
+    return results
 
 
 def apply_best(workload: Workload | Sequence[Tensor] | str, target: str | Target = "cpu", *,
-               db: TuningDB | str | None = None):
+               db: TuningDB | str | None = None) -> BuiltKernel:
     """The built kernel of the best record for (workload, target); says so plainly when there is none."""
-    from autosched.compile.cpu_kernel import build
-
     w = as_workload(workload)
     tgt = Target.parse(target)
     database = open_db(db)
@@ -277,7 +327,7 @@ def apply_best(workload: Workload | Sequence[Tensor] | str, target: str | Target
 
 
 def plot_curves(curves: dict[str, list[tuple[int, float]]], path: str | Path, title: str = "") -> Path:
-    import matplotlib
+    import matplotlib  # lazy: plotting is optional and matplotlib is slow to import
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

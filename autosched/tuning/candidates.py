@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 
+from autosched.codegen.render import renderer_for
 from autosched.cost_model.features import N_FEATURES, extract_features
 from autosched.lowering.loop_nest import lower_state
 from autosched.schedule.replay import schedule_from_steps
 from autosched.schedule.schedule import Schedule
 from autosched.schedule.state import ScheduleError
-from autosched.space.cpu_sketch import SketchSpace
+from autosched.space.registry import make_space
 from autosched.tuning import feature_pool
+from autosched.tuning.protocols import SearchSpace
 from autosched.workload import Workload
 from tuning_db.canonical import steps_hash
 
@@ -41,7 +44,7 @@ class Candidate:
 class CandidateCache:
     """config -> Candidate for one workload and space."""
 
-    def __init__(self, workload: Workload, space: SketchSpace, target_kind: str = "cpu",
+    def __init__(self, workload: Workload, space: SearchSpace, target_kind: str = "cpu",
                  parallel: bool = True) -> None:
         self.workload = workload
         self.space = space
@@ -88,7 +91,7 @@ class CandidateCache:
             return
         missing = list(dict.fromkeys(tuple(c) for c in configs if tuple(c) not in self._cache))
         try:
-            made = feature_pool.make_candidates(self._spec, missing)
+            made = feature_pool.make_candidates(self._spec, missing, _make_in_worker)
         except feature_pool.WorkerFailed as exc:
             log.warning("candidates of %s are made serially: %s", self.workload.name, exc)
             self._spec = None
@@ -116,8 +119,6 @@ def lowered_for_features(s: Schedule, args: list, target_kind: str):
     breaks a device limit or the Triton mapping is refused here, before it is built or measured."""
     if target_kind == "cpu":
         return lower_state(s.state, args, target_kind)
-    from autosched.codegen.render import renderer_for
-
     try:
         return renderer_for(target_kind)(s, args, "default_function")[1]
     except ScheduleError:
@@ -134,3 +135,21 @@ def features_of_steps(workload: Workload, steps_json: str, target_kind: str = "c
     except (ScheduleError, ValueError, KeyError):
         return None
     return extract_features(func)
+
+
+# ---- in a feature worker (autosched.tuning.feature_pool) ----------------------------------------
+_worker_caches: OrderedDict = OrderedDict()
+
+
+def _make_in_worker(spec: tuple[str, str], configs: list[tuple[int, ...]]) -> list[Candidate]:
+    """The candidates of `configs` in the space rebuilt from `spec` (workload JSON, target kind)."""
+    cache = _worker_caches.get(spec)
+    if cache is None:
+        w = Workload.from_json(spec[0])
+        cache = CandidateCache(w, make_space(w, spec[1]), spec[1], parallel=False)
+        _worker_caches[spec] = cache
+        while len(_worker_caches) > 8:
+            _worker_caches.popitem(last=False)
+    else:
+        _worker_caches.move_to_end(spec)
+    return [cache.make(tuple(c)) for c in configs]  # the caller keeps them: a worker holds only spaces

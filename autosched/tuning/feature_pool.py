@@ -1,10 +1,9 @@
 """Candidates made in worker processes: the model-guided searchers' cost is lowering, not prediction.
 
 A guided simulated-annealing batch scores about 2,000 new configs, and each one is applied, lowered
-(and on GPU targets rendered, to refuse device-limit breakers) before its features exist: 10 ms
-(cpu) to 45 ms (cuda) of pure Python apiece, so one batch of 16 trials spent 25 s (cpu) to 100 s
-(cuda) proposing on a 2-core host. Ansor extracts features on a thread pool in C++; here the GIL
-makes that a process pool.
+(and on GPU targets rendered, to refuse device-limit breakers) in pure Python before its features
+exist, so proposing dominates a batch (see docs/decisions/feature-worker-pool.md). Ansor extracts
+features on a thread pool in C++; here the GIL makes that a process pool.
 
 Workers cannot receive the space itself (sketch spaces hold closures that do not pickle), so they
 rebuild it from what `make_space` was given: the workload's JSON and the target kind, recorded on
@@ -23,7 +22,7 @@ import atexit
 import logging
 import multiprocessing
 import os
-from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
@@ -91,9 +90,12 @@ class WorkerFailed(RuntimeError):
     """The workers could not make this space's candidates (the caller makes them itself)."""
 
 
-def make_candidates(spec: tuple[str, str], configs: list[tuple[int, ...]]) -> list | None:
+def make_candidates(spec: tuple[str, str], configs: list[tuple[int, ...]],
+                    make_chunk: Callable[[tuple[str, str], list[tuple[int, ...]]], list]) -> list | None:
     """Candidates of `configs` made by the workers, in order; None where the pool is off or the
-    batch is small. Raises WorkerFailed when the workers fail on this space (say, a workload whose
+    batch is small. `make_chunk(spec, configs)` runs in a worker and must be a module-level function
+    (it is pickled by name); the candidates module passes its own, so this pool imports nothing of
+    ours. Raises WorkerFailed when the workers fail on this space (say, a workload whose
     JSON does not rebuild it); a pool that broke (a worker died) is also turned off for the process."""
     pool = _get_pool()
     if pool is None or len(configs) < MIN_PARALLEL:
@@ -102,31 +104,10 @@ def make_candidates(spec: tuple[str, str], configs: list[tuple[int, ...]]) -> li
     size = max(4, -(-len(configs) // (2 * n)))
     chunks = [configs[i:i + size] for i in range(0, len(configs), size)]
     try:
-        futures = [pool.submit(_worker_make, spec, chunk) for chunk in chunks]
+        futures = [pool.submit(make_chunk, spec, chunk) for chunk in chunks]
         return [c for f in futures for c in f.result()]
     except BrokenProcessPool as exc:
         disable(f"a worker died: {exc}")
         raise WorkerFailed(f"a worker died: {exc}") from None
     except Exception as exc:  # noqa: BLE001  whatever the worker raised: serial work is still right
         raise WorkerFailed(f"{type(exc).__name__}: {exc}") from None
-
-
-# ---- in the worker ------------------------------------------------------------------------------
-_caches: OrderedDict = OrderedDict()
-
-
-def _worker_make(spec: tuple[str, str], configs: list[tuple[int, ...]]) -> list:
-    from autosched.space.registry import make_space
-    from autosched.tuning.candidates import CandidateCache
-    from autosched.workload import Workload
-
-    cache = _caches.get(spec)
-    if cache is None:
-        w = Workload.from_json(spec[0])
-        cache = CandidateCache(w, make_space(w, spec[1]), spec[1], parallel=False)
-        _caches[spec] = cache
-        while len(_caches) > 8:
-            _caches.popitem(last=False)
-    else:
-        _caches.move_to_end(spec)
-    return [cache.make(tuple(c)) for c in configs]  # the caller keeps them: a worker holds only spaces

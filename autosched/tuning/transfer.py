@@ -2,10 +2,9 @@
 
 Tuning matmul 256^3 in a database that holds a tuned matmul 512^3 should not begin from nothing:
 its register tile, vector width, unroll depth and packing are a strong guess for the new shape.
-The cost model carries that knowledge only as well as it transfers (its accuracy on a new shape
-moved between 0.43 and 0.78 pairwise across efficiency runs, 2026-12-03); the schedules themselves
-carry it directly. So a guided run also measures, first, the best few schedules of each other
-workload whose sketch has the same knobs, moved onto this workload's knobs:
+The cost model carries that knowledge only as well as it transfers, which varies widely between
+shapes; the schedules themselves carry it directly. So a guided run also measures, first, the best
+few schedules of each other workload whose sketch has the same knobs, moved onto this workload's knobs:
 
 1. `config_of_steps` recovers a stored record's config in its own workload's sketch space (records
    keep steps, not configs): coordinate descent on the difference between the steps a config
@@ -21,13 +20,8 @@ often first at this one.
 Searchers receive the results as seeds (`Searcher.add_seeds`): measured before anything else,
 skipped if invalid or already measured, and then learned from like any measurement.
 
-Measured (2026-12-03, 2-core VM, matmul 256^3 seeded from a matmul 512^3 tuned with 64 trials, on
-the databases of eleven efficiency runs; seeds re-measured side by side with the 3 best of the
-~1400 256^3 schedules each database holds, 3 rounds): the best of the 3 seeds reached 0.95 or more
-of those in 7 of 11 databases (0.89, 0.77, 0.74 and 0.53 in the others); taking the seeds by
-diversity (SEED_MIN_DIFFERENT_KNOBS) instead of plainly the top 3 changed the seeds in 4 databases,
-0.70 -> 0.77 and 0.98 -> 1.06 in two. A seed costs one trial; one measured low by bad luck is lost
-like any measurement (a live run measured its seeds at 44-99 GFLOP/s; re-measured: 192-195).
+A seed costs one trial; one measured low by bad luck is lost like any measurement. The evidence
+for seeding and for choosing seeds by diversity is in docs/decisions/transfer-seeds.md.
 """
 
 from __future__ import annotations
@@ -40,7 +34,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from autosched.schedule.state import ScheduleError
+from autosched.space import registry as spaces  # looked up per call: tests plant failing spaces
 from autosched.space.knobs import Config, ConfigSpace
+from autosched.target.key import Target
+from autosched.tuning.protocols import Database, SearchSpace
+from autosched.workload import Workload
 
 TRANSFER_SEEDS_PER_WORKLOAD = 3
 """Best schedules taken from each other workload with the same knobs."""
@@ -52,10 +50,7 @@ FAMILY_MIN_RATIO of its best are decoded)."""
 FAMILY_MIN_RATIO = 0.8
 """A register tile other than the best one's is a seed when its best schedule reached at least this
 share of the other workload's best throughput. Why: the register tile is what moves least well
-between shapes. A 64-trial matmul 512^3 on the Intel Xeon (2026-12-05) had its best 30 schedules
-all with a 4x64 tile (292 GFLOP/s), so the three seeds were one tile in variations of split, unroll
-and loop order (each differing in 3 knobs); at 256^3 every tuned run's best was an 8x32 tile (315-322
-against ~285 for 4x64), the 31st schedule at 512^3 (264 GFLOP/s, 0.90 of the best)."""
+between shapes (see docs/decisions/transfer-seeds.md)."""
 SEED_MIN_DIFFERENT_KNOBS = 3
 """A seed differs from the ones already chosen in at least this many knobs while such schedules
 remain in the pool: the top few of a 64-trial run are often one family (one register tile, one
@@ -120,10 +115,7 @@ def _numbers(v: Any) -> tuple[float, ...] | None:
 INNER_FACTOR_WEIGHT = 4.0
 """Weight of the innermost factor of a tile tuple in `_nearest_choice`'s distance (outer factors: 1).
 Why: the innermost level is the register tile, which suits the host more than the shape, while the
-middle level (rows per parallel task) scales with the extent. With equal weights a matmul 512^3
-tile (64, 8) moved to 256^3 tied between (32, 8) and (64, 4), and the choices' order picked
-(64, 4): a 4-row tile instead of 8 (265 against 306-334 GFLOP/s for the 8x32 tile at 256^3 on the
-Intel Xeon, 2026-12-04); (128, 4) likewise became (128, 2)."""
+middle level (rows per parallel task) scales with the extent (see docs/decisions/transfer-seeds.md)."""
 
 
 def _nearest_choice(choices: tuple, value: Any) -> int | None:
@@ -163,16 +155,14 @@ def transplant(values: dict[str, Any], space: ConfigSpace) -> Config | None:
     return tuple(out)
 
 
-def transfer_seeds(db, workload, target, space, *, per_workload: int = TRANSFER_SEEDS_PER_WORKLOAD,
-                   limit: int = TRANSFER_SEEDS_MAX) -> list[Config]:
+def transfer_seeds(db: Database, workload: Workload, target: Target, space: SearchSpace, *,
+                   per_workload: int = TRANSFER_SEEDS_PER_WORKLOAD, limit: int = TRANSFER_SEEDS_MAX) -> list[Config]:
     """Configs of `space` (this workload's SketchSpace) moved from the best stored schedules of other
     workloads whose sketch has the same knob names on the same target; best first, valid, distinct.
 
     Other workloads are visited nearest in size first (by log-ratio of FLOPs), so a 512^3 matmul's
     schedules come before a 4096^3 one's when tuning 256^3.
     """
-    from autosched.workload import Workload
-
     if not hasattr(space, "apply") or not hasattr(space, "space"):
         return []  # not a space that turns configs into steps: nothing to move across
     names = set(space.space.names)
@@ -198,13 +188,12 @@ def transfer_seeds(db, workload, target, space, *, per_workload: int = TRANSFER_
     return out
 
 
-def _seeds_from(db, other, target, space, names: set[str], k: int, taken: list[Config]) -> list[Config]:
+def _seeds_from(db: Database, other: Workload, target: Target, space: SearchSpace, names: set[str], k: int,
+                taken: list[Config]) -> list[Config]:
     """Up to `k` seeds for `space` from workload `other`'s best stored schedules (none if its
     sketch has other knobs)."""
-    from autosched.space.registry import make_space
-
     try:
-        other_space = make_space(other, target.kind)
+        other_space = spaces.make_space(other, target.kind)
     except (ValueError, ScheduleError):  # no sketch for it on this target
         return []
     if set(other_space.space.names) != names:

@@ -16,37 +16,19 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from autosched.compile.types import ErrorCode, MeasureInput
+from autosched.cost_model.metrics import pairwise_accuracy
+from autosched.cost_model.random_model import RandomModel
+from autosched.cost_model.xgb_model import XGBModel
 from autosched.measure.types import MeasureResult
 from autosched.search.base import UNBUILDABLE_SCORE
 from autosched.search.registry import make_searcher
 from autosched.space.registry import make_space
 from autosched.target.key import Target
 from autosched.tuning.candidates import CandidateCache
+from autosched.tuning.options import TuneOptions
+from autosched.tuning.protocols import Config, CostModel, Measurer, SearchSpace
 from autosched.workload import Workload
 from tuning_db.ranking import upper_median  # how the database judges a re-measured schedule
-
-
-@dataclass(frozen=True)
-class TuneOptions:
-    trials: int = 200
-    batch_size: int = 16
-    searcher: str = "genetic"
-    cost_model: str | None = "xgb"  # "xgb", "random" or None (measurements alone)
-    seed: int = 0
-    early_stopping: int | None = None  # stop after this many trials without improvement
-    searcher_options: dict = field(default_factory=dict)
-    verify: int = 4  # re-measure this many of the best schedules at the end (0: off); see TaskTuner.verify
-    transfer: bool = True  # with the xgb model: also start from other workloads' best schedules (search.transfer)
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.trials, int) or self.trials < 1:
-            raise ValueError(f"trials must be a positive integer, got {self.trials!r}")
-        if not isinstance(self.batch_size, int) or self.batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}")
-        if not isinstance(self.verify, int) or self.verify < 0:
-            raise ValueError(f"verify must be an integer >= 0, got {self.verify!r}")
-        if self.cost_model not in (None, "xgb", "random"):
-            raise ValueError(f"unknown cost model {self.cost_model!r}; use 'xgb', 'random' or None")
 
 
 @dataclass
@@ -76,10 +58,8 @@ TRANSFER_EXPLORE_SHARE = 0.5
 """Share of a batch picked at random while the model knows only other workloads' records."""
 TRANSFER_MIN_PAIRWISE = 0.5
 """Pairwise accuracy on this workload's own batch below which transferred records are dropped: a
-model that orders this workload's schedules worse than a coin does. Measured on the first batches
-of the efficiency runs (2026-12-03): matmul/batch_matmul records ranked dense+bias+relu's at
-0.36-0.45, matmul 512's ranked matmul 256's at 0.51 and above in all but rare seeds (a 0.6 bar
-dropped those helpful records in one offline replay of six)."""
+model that orders this workload's schedules worse than a coin does; a higher bar also drops
+helpful records (see docs/decisions/transferred-records-check.md)."""
 
 
 VERIFY_ROUNDS = 2
@@ -88,31 +68,25 @@ VERIFY_PASSES = 3
 """Passes of `TaskTuner.verify`: a pass re-measures the schedules measured once that are still faster
 than the verified best, so the result is what the database's ranking picks."""
 RAMP_MIN_BATCH = 8
-"""First batches of a model-guided run (then half of the trials so far, up to the batch size).
-Offline (2026-12-03, benchmarks/sim_search_pool.py: 480 randomly chosen measured matmul 256^3
-schedules, 12 seeds, the warm-start records of three efficiency runs), model-guided picks with this
-ramp reached 95% of their final best at trials 26/9/19 against 25/23/25 with batches of 16 (random
-search: 36); with batches of 8 throughout (8 seeds), at 10/9/19."""
+"""First batches of a model-guided run (then half of the trials so far, up to the batch size):
+small early batches let the model learn from its first picks sooner
+(see docs/decisions/first-batch-ramp.md)."""
 
 
-def make_cost_model(name: str | None, seed: int):
+def make_cost_model(name: str | None, seed: int) -> CostModel | None:
     if name is None:
         return None
     if name == "random":
-        from autosched.cost_model.random_model import RandomModel
-
         return RandomModel(seed=seed)
-    from autosched.cost_model.xgb_model import XGBModel
-
     return XGBModel(seed=seed, min_samples=16)
 
 
 class TaskTuner:
     """Tunes one workload on one target; `step(n)` runs one batch and can be interleaved with others."""
 
-    def __init__(self, workload: Workload, target: Target, measurer, options: TuneOptions,
-                 known: dict[str, float] | None = None, model=None,
-                 on_batch: Callable[[TaskTuner], None] | None = None, space=None,
+    def __init__(self, workload: Workload, target: Target, measurer: Measurer, options: TuneOptions,
+                 known: dict[str, float] | None = None, model: CostModel | None = None,
+                 on_batch: Callable[[TaskTuner], None] | None = None, space: SearchSpace | None = None,
                  check_transfer: bool = True) -> None:
         self.workload, self.target, self.measurer, self.options = workload, target, measurer, options
         # a model warm-started from other workloads' records is checked against this workload's own
@@ -121,16 +95,17 @@ class TaskTuner:
         self.check_transfer = check_transfer
         self.transfer_checks: list[float] = []  # pairwise accuracy of the model's scores on each batch
         self.transfer_dropped = False
-        self.space = space if space is not None else make_space(workload, target.kind)
+        self.space: SearchSpace = space if space is not None else make_space(workload, target.kind)
+        self.config_space = self.space.space  # the knobs the searcher moves in
         self.cands = CandidateCache(workload, self.space, target.kind)
         self.model = model if model is not None else make_cost_model(options.cost_model, options.seed)
         predictor = self._predict if self.model is not None else None
-        self.searcher = make_searcher(options.searcher, self.space.space, seed=options.seed, predictor=predictor,
+        self.searcher = make_searcher(options.searcher, self.config_space, seed=options.seed, predictor=predictor,
                                       options=options.searcher_options or None)
         # a space may carry rule-derived starting points (GPU gemm: device-sized tiles); measured first
         seeds = getattr(self.space, "seeds", ())
         if seeds:
-            self.searcher.add_seeds(self.space.space.index_of(v) for v in seeds)
+            self.searcher.add_seeds(self.config_space.index_of(v) for v in seeds)
         self.known = dict(known or {})  # steps_hash -> cost from the database
         self.on_batch = on_batch
         self.best_cost, self.best_steps = math.inf, None
@@ -141,15 +116,15 @@ class TaskTuner:
         self.evaluated: dict[str, tuple[float, str]] = {}  # steps hash -> (cost, steps JSON), valid ones
         self._costs: dict[str, list[float]] = {}  # steps hash -> every valid cost seen in this run
         self.verified: dict[str, float] = {}
-        self.transfer_seeds: list[tuple[int, ...]] = []
+        self.transfer_seeds: list[Config] = []
 
-    def add_transfer_seeds(self, configs: Sequence[tuple[int, ...]]) -> None:
+    def add_transfer_seeds(self, configs: Sequence[Config]) -> None:
         """Measure these configs first (other workloads' best schedules moved onto this space, see
         `autosched.tuning.transfer`); a seed already measured or invalid here is skipped."""
         self.transfer_seeds.extend(configs)
         self.searcher.add_seeds(configs)
 
-    def _predict(self, configs: Sequence[tuple[int, ...]]) -> np.ndarray:
+    def _predict(self, configs: Sequence[Config]) -> np.ndarray:
         feats = self.cands.features(list(configs))
         scores = self.model.predict(feats)
         bad = [not self.cands.get(c).ok for c in configs]
@@ -171,8 +146,8 @@ class TaskTuner:
             self.searcher.explore_floor = TRANSFER_EXPLORE_SHARE if transferred_only else 0.0
             if not self.model.is_trained:
                 # an untrained model scores by a hash of the features: evolving candidates on it
-                # collapses the batch onto one family (13 of 14 trials of matmul 1024^3's first batch
-                # were one scalar tile, 1.2 s a call, 2026-12-06); measure random configs, as Ansor does
+                # collapses the batch onto one family; measure random configs, as Ansor does
+                # (see docs/decisions/random-first-batch.md)
                 self.searcher.explore_floor = 1.0
         configs = self.searcher.propose(n)
         if not configs:
@@ -242,10 +217,8 @@ class TaskTuner:
     def _check_transfer(self, feats: np.ndarray, thr: np.ndarray) -> None:
         """Score the batch just measured with the model as it was when the batch was chosen; if the
         model still holds other workloads' records and ranks this workload's measurements no better
-        than TRANSFER_MIN_PAIRWISE, drop those records (measured: records of a matmul and a
-        batch_matmul steered dense+bias+relu's guided search to 8 GFLOP/s candidates, random's 19)."""
-        from autosched.cost_model.metrics import pairwise_accuracy
-
+        than TRANSFER_MIN_PAIRWISE, drop those records: they would steer the guided search below
+        random picks (see docs/decisions/transferred-records-check.md)."""
         key = self.workload.key
         if not self.check_transfer or not self.model.is_trained or len(thr) < 4 \
                 or self.model.count_group(key) == self.model.n_samples:
@@ -261,10 +234,8 @@ class TaskTuner:
         in each round, and make the best by the median of each one's measurements the result.
 
         Why: candidates are measured minutes apart, and on a shared machine one measurement can be
-        lucky by 20-50%; the fastest single measurement is then the luckiest of the near-equal top
-        schedules, not the fastest (2026-12-03, softmax 4096x1024 on the 2-core VM: the pick of a
-        200-trial run took 1.38 ms when measured and 2.08 ms timed again, while a schedule with
-        streaming stores was 12-18% faster than it in every same-process comparison). The
+        lucky, so the fastest single measurement is the luckiest of the near-equal top schedules,
+        not the fastest (see docs/decisions/verify-by-median.md). The
         re-measurements are stored like any other, and the database judges a schedule by all its
         records the same way (`tuning_db.ranking`), so `apply_best` agrees with this result. A failed
         re-measurement is counted as an error and leaves that schedule judged by the others.

@@ -1,15 +1,10 @@
-"""Shared set-up for the codegen tests: they reuse the schedule tests' helpers."""
+"""Codegen tests: generated C is pinned to one vector width."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+import pytest
 
-sys.path.insert(0, str(Path(__file__).parent.parent / "schedule"))
-
-import pytest  # noqa: E402
-
-from autosched.target.host_isa import VECTOR_BYTES_ENV  # noqa: E402
+from autosched.target.host_isa import VECTOR_BYTES_ENV
 
 
 @pytest.fixture(autouse=True)

@@ -7,10 +7,10 @@ import re
 
 import numpy as np
 import pytest
-from sched_helpers import check, op
 
 import autosched as asc
 from autosched import te
+from tests.support.sched_helpers import check, op
 
 
 def _body(src: str) -> str:

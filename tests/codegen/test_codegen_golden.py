@@ -10,9 +10,9 @@ import re
 from pathlib import Path
 
 import pytest
-from sched_helpers import NAMED, check
 
 import autosched as asc
+from tests.support.sched_helpers import NAMED, check
 
 GOLDEN_DIR = Path(__file__).resolve().parent.parent / "golden"
 UPDATE = os.environ.get("AUTOSCHED_UPDATE_GOLDEN") == "1"

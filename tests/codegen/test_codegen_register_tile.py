@@ -4,9 +4,9 @@ vector variable per vector (`autosched.codegen.register_tile`); anything else ke
 from __future__ import annotations
 
 import pytest
-from sched_helpers import check, matmul_packed
 
 from autosched.codegen.register_tile import promote
+from tests.support.sched_helpers import check, matmul_packed
 
 TILE = [
     "    float C_local[32] __attribute__((aligned(64)));",

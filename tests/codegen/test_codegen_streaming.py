@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sched_helpers import check, op, softmax_streaming
 
 import autosched as asc
 from autosched.cost_model.features import FEATURE_NAMES, extract_features
 from autosched.space.cpu_sketch import SketchSpace
 from autosched.workload import Workload
+from tests.support.sched_helpers import check, op, softmax_streaming
 
 
 def _body(s: asc.Schedule, args) -> str:

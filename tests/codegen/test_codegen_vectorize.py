@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sched_helpers import check, matmul_packed, matmul_tiled, op
 
 import autosched as asc
 from autosched import te
+from tests.support.sched_helpers import check, matmul_packed, matmul_tiled, op
 
 
 def _body(f: asc.BuiltKernel) -> str:

@@ -6,12 +6,12 @@ import time
 from pathlib import Path
 
 import pytest
-from measure_kernels import kernel, measure_input
 
 from autosched.codegen.source import KernelSource
 from autosched.compile import builder as builder_mod
 from autosched.compile.builder import LocalBuilder, build_input
 from autosched.compile.types import ErrorCode
+from tests.support.measure_kernels import kernel, measure_input
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +50,7 @@ def test_artifact_cache_by_source_hash(local_builder, cache_dir) -> None:
     assert time.perf_counter() - t0 < 5
 
 
+@pytest.mark.slow
 def test_build_timeout_is_a_result(tmp_path, cache_dir) -> None:
     slow = _wrapped(tmp_path, "sleep 4", "slow")
     with LocalBuilder(n_workers=2, timeout=1.0, cache_dir=cache_dir) as b:
@@ -66,6 +67,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+@pytest.mark.slow
 def test_build_timeout_stops_the_whole_compiler(tmp_path, cache_dir) -> None:
     # the compiler driver's child (here the wrapper gcc runs, standing for cc1) must not outlive the
     # timeout: an orphaned cc1 of a huge kernel otherwise runs on for minutes beside the measurements
@@ -81,6 +83,7 @@ def test_build_timeout_stops_the_whole_compiler(tmp_path, cache_dir) -> None:
     assert not _alive(pid), f"compiler child {pid} outlived the build timeout"
 
 
+@pytest.mark.slow
 def test_crashed_build_worker_is_a_result_and_neighbours_build(tmp_path, cache_dir) -> None:
     # the wrapper kills its grandparent: the builder's worker process that ran the compiler
     killer = _wrapped(tmp_path, "kill -9 $(cut -d' ' -f4 /proc/$PPID/stat)", "killer")

@@ -18,7 +18,7 @@ from autosched.cost_model.features import (
     size_relative,
 )
 from autosched.tuning.candidates import lowered_for_features
-from tests.schedule.sched_helpers import matmul_packed, matmul_tiled
+from tests.support.sched_helpers import matmul_packed, matmul_tiled
 
 SCALED = {f"sum_{n}" for n in SIZE_SCALED_STORE_FEATURES} | {f"max_{n}" for n in SIZE_SCALED_STORE_FEATURES} | \
     {"alloc_bytes", "total_bytes"}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from gpu_helpers import CUDA_CASES, case, emulate_cuda, require_nvcc
 
 import autosched as asc
 from autosched.compile.gpu_compile import compile_cuda, ptx_check
@@ -12,6 +11,7 @@ from autosched.schedule.schedule import Schedule
 from autosched.schedule.state import ScheduleError
 from autosched.space import gpu_templates as gt
 from autosched.workload import Workload
+from tests.support.gpu_helpers import CUDA_CASES, case, emulate_cuda, require_nvcc
 
 
 @pytest.mark.parametrize("name", sorted(CUDA_CASES))
@@ -20,6 +20,7 @@ def test_cuda_lowering_matches_reference_emulated(name):
     assert emulate_cuda(w, s) < 1e-4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["matmul", "matmul_uneven", "conv2d", "gelu", "softmax", "dense_bias_relu",
                                   "matmul_fast", "matmul_fast_uneven", "conv2d_fast"])
 def test_cuda_source_compiles_to_ptx_for_sm90(name):

@@ -8,21 +8,17 @@ every candidate checked against the numpy reference. Skipped without a CUDA GPU 
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 import pytest
 
 import autosched as asc
+from tests.support.loopback_cluster import running_cluster
+from tests.support.measure_kernels import AddReference, cuda_kernel, measure_input
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("ray")
 pytestmark = [pytest.mark.gpu, pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(420),
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs an NVIDIA GPU (device machine)")]
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "measure"))
-from loopback_cluster import running_cluster  # noqa: E402
-from measure_kernels import AddReference, cuda_kernel, measure_input  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ to correct kernels (CPU emulation of the nest), and a tuning run measures the se
 from __future__ import annotations
 
 import pytest
-from gpu_helpers import bias_relu, emulate_cuda
 
 from autosched.compile.types import ErrorCode
 from autosched.measure.types import MeasureResult
@@ -16,6 +15,7 @@ from autosched.target.key import Target
 from autosched.tuning.candidates import CandidateCache
 from autosched.tuning.tuner import TaskTuner, TuneOptions
 from autosched.workload import Workload
+from tests.support.gpu_helpers import bias_relu, emulate_cuda
 
 GEMMS = {
     "matmul4096": lambda: Workload.create("matmul", 4096, 4096, 4096),
@@ -135,6 +135,7 @@ class _RecordingMeasurer:
         return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target,name", [("cuda", "matmul4096"), ("triton", "matmul_bf16"), ("cuda", "conv2d_suite")])
 @pytest.mark.parametrize("searcher", ["genetic", "random"])
 def test_tuning_measures_the_seeds_first(target, name, searcher):

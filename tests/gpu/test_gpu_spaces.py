@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gpu_helpers import bias_relu
 
 from autosched.space.gpu_sketch import op_class
 from autosched.space.registry import make_space
 from autosched.tuning.candidates import CandidateCache
 from autosched.workload import Workload
+from tests.support.gpu_helpers import bias_relu
 
 WORKLOADS = {
     "matmul": lambda: Workload.create("matmul", 256, 256, 128),

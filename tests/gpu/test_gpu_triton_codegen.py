@@ -13,13 +13,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from gpu_helpers import TRITON_CASES
 
 import autosched as asc
 from autosched.schedule.schedule import Schedule
 from autosched.schedule.state import ScheduleError
 from autosched.space import gpu_templates as gt
 from autosched.workload import Workload
+from tests.support.gpu_helpers import TRITON_CASES
 
 pytest.importorskip("triton")
 pytest.importorskip("torch")
@@ -31,13 +31,14 @@ def interpreted() -> dict:
     env = dict(os.environ, TRITON_INTERPRET="1")
     root = Path(__file__).resolve().parents[2]
     env["PYTHONPATH"] = os.pathsep.join([str(root), env.get("PYTHONPATH", "")])
-    proc = subprocess.run([sys.executable, str(Path(__file__).parent / "gpu_helpers.py"), *sorted(TRITON_CASES)],
-                          capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run([sys.executable, "-m", "tests.support.gpu_helpers", *sorted(TRITON_CASES)],
+                          capture_output=True, text=True, env=env, cwd=root, timeout=300)
     line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT ")), None)
     assert line is not None, proc.stderr[-3000:]
     return json.loads(line[len("RESULT "):])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(TRITON_CASES))
 def test_triton_kernel_matches_reference_interpreted(name, interpreted):
     err = interpreted[name]
@@ -53,7 +54,7 @@ def test_triton_kernels_compile_ahead_of_time_for_sm90(name, dtype):
     if name == "matmul":
         s, args = gt.triton_matmul(256, 256, 128, bm=128, bn=128, bk=64, dtype=dtype)
     else:
-        from gpu_helpers import welford
+        from tests.support.gpu_helpers import welford
 
         w = Workload.create(name, 64, 1024)
         s, args = gt.triton_rowwise(Schedule(w.dag), 1, 256 if dtype else None, 4), w.tensors()
@@ -89,7 +90,7 @@ def test_softmax_reads_each_row_once():
 
 
 def test_welford_walks_a_chunked_layernorm_row_twice_not_three_times():
-    from gpu_helpers import welford
+    from tests.support.gpu_helpers import welford
 
     w = Workload.create("layernorm", 64, 4096)
     plain = asc.render(gt.triton_rowwise(Schedule(w.dag), 1, 1024), w.tensors(), "triton")[0].code
@@ -114,7 +115,7 @@ def test_welford_knob_in_the_triton_space():
 
 
 def test_store_evict_hints_the_output_store_only():
-    from gpu_helpers import store_evict, welford
+    from tests.support.gpu_helpers import store_evict, welford
 
     w = Workload.create("layernorm", 64, 4096)
     plain = asc.render(welford(gt.triton_rowwise(Schedule(w.dag), 1, 1024)), w.tensors(), "triton")[0].code

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sched_helpers import check, matmul_packed
 
 import autosched as asc
 from autosched import te
@@ -16,7 +16,9 @@ from autosched.lowering import arith
 from autosched.lowering.ir import For, IfThen
 from autosched.lowering.loop_partition import partition_loops
 from autosched.lowering.loop_passes import walk_stmts
+from autosched.target import vector
 from autosched.te.expr import Binary, walk
+from tests.support.sched_helpers import check, matmul_packed
 
 
 def _register_tile_matmul(m: int, n: int, k: int, mr: int, nr: int, pack: bool = True):
@@ -34,15 +36,19 @@ def _has_min_or_guard(stmt) -> bool:
 
 
 def test_ragged_register_tile_peels_the_last_rows_and_keeps_named_registers() -> None:
-    """Rows of 50 in tiles of 6: eight whole tiles run as 12 named vector accumulators with no bound;
-    the peeled ninth tile has two rows (4 accumulators); every element matches numpy."""
+    """Rows of 50 in tiles of 6: eight whole tiles run as named vector accumulators (6 x 16/lanes) with
+    no bound; the peeled ninth tile has two rows (2 x 16/lanes); every element matches numpy. The
+    register names follow the host's vector width (AUTOSCHED_VECTOR_BYTES pins it)."""
     s, args = _register_tile_matmul(50, 32, 40, 6, 16)
     f = check(s, args)
     body = f.source.split("int default_function(", 1)[1]
+    lanes = vector.lanes("float32")
     assert "i_outer < 8;" in body
-    assert "asc_reg_C_local_88" in body  # the 12th accumulator of a whole 6x16 tile
+    assert f"asc_reg_C_local_{5 * 16 + 16 - lanes} " in body  # the last accumulator of a whole 6x16 tile
+    assert f"asc_reg_C_local_{6 * 16} " not in body  # ... and there is none past it
     assert "#pragma GCC unroll" not in body and " ? " not in body  # no variable trip counts left
-    assert len(re.findall(r"asc_f32x8 asc_reg_C_local_0 = ", body)) == 2  # the main tile and the peeled one
+    main_and_peeled = re.findall(rf"asc_f32x{lanes} asc_reg_C_local_0 = ", body)
+    assert len(main_and_peeled) == 2  # the main tile and the peeled one
 
 
 def test_ragged_rows_and_columns_both_peel() -> None:
@@ -80,6 +86,7 @@ def test_the_pass_alone_and_its_budget(monkeypatch) -> None:
     assert not _has_min_or_guard(rows[0])
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(m=st.integers(3, 29), n=st.integers(1, 4), k=st.integers(1, 9), mr=st.integers(2, 8),
        nr_vectors=st.integers(1, 2), pack=st.booleans())

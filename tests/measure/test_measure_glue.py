@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from measure_kernels import AddReference, kernel, measure_input
 
 from autosched.compile.builder import LocalBuilder
 from autosched.compile.types import ErrorCode, MeasureInput
@@ -11,6 +10,7 @@ from autosched.measure.batch import ProgramMeasurer, measure_batch
 from autosched.measure.config import RunnerConfig
 from autosched.measure.local_runner import LocalRunner
 from autosched.measure.reference import DagReferenceProvider, ReferenceCache
+from tests.support.measure_kernels import AddReference, kernel, measure_input
 
 FAST = RunnerConfig(number=2, repeat=3, min_repeat_ms=2, timeout=3.0)
 
@@ -34,6 +34,7 @@ def planted(tmp_path_factory):
         yield PlantedBuilder(b)
 
 
+@pytest.mark.slow
 def test_program_measurer_tracks_best_errors_and_calls_back(planted) -> None:
     seen = []
     with LocalRunner(FAST, AddReference()) as runner:
@@ -64,6 +65,7 @@ def _matmul_input(steps: str) -> MeasureInput:
     return MeasureInput(w.key, w.to_json(), "cpu", steps)
 
 
+@pytest.mark.slow
 def test_default_reference_from_the_dag_end_to_end(tmp_path) -> None:
     """Integration with the lowering stack (skipped while it is not importable)."""
     good, bad = _matmul_input("[]"), _matmul_input('[{"no": "kind"}]')

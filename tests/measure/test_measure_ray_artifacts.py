@@ -8,10 +8,10 @@ import shutil
 import tarfile
 
 import pytest
-from measure_kernels import cuda_kernel, kernel, measure_input
 
 from autosched.compile.types import ErrorCode, MeasureInput
 from autosched.measure.ray_actors import _build_any, input_kind, input_to_json, pack_artifact, unpack_artifact
+from tests.support.measure_kernels import cuda_kernel, kernel, measure_input
 
 
 def test_folders_travel_as_tar_and_files_as_bytes(tmp_path) -> None:

@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
-from loopback_cluster import LoopbackCluster, running_cluster
-from measure_kernels import AddReference, cuda_kernel, kernel, measure_input, spin_kernel
 
 from autosched.compile.types import BuildResult, ErrorCode
 from autosched.measure.config import RunnerConfig
+from tests.support.loopback_cluster import LoopbackCluster, running_cluster
+from tests.support.measure_kernels import AddReference, cuda_kernel, kernel, measure_input, spin_kernel
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(240)]
 

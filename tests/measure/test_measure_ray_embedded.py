@@ -6,11 +6,11 @@ import os
 from pathlib import Path
 
 import pytest
-from measure_kernels import AddReference, kernel, measure_input
 
 from autosched.compile.types import BuildResult, ErrorCode
 from autosched.measure.batch import measure_batch
 from autosched.measure.config import RunnerConfig
+from tests.support.measure_kernels import AddReference, kernel, measure_input
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(180)]
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from measure_kernels import ARGS, AddReference, measure_input
 
 from autosched.codegen.source import ArgSpec
 from autosched.measure.config import RunnerConfig
@@ -17,6 +16,7 @@ from autosched.measure.reference import (
     validate_reference,
 )
 from autosched.measure.sandbox import KernelSandbox
+from tests.support.measure_kernels import ARGS, AddReference, measure_input
 
 
 def test_validate_names_shape_and_missing_output() -> None:

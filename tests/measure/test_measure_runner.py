@@ -8,7 +8,6 @@ import time
 
 import numpy as np
 import pytest
-from measure_kernels import AddReference, kernel, measure_input, spin_kernel
 
 from autosched.codegen.source import ArgSpec, KernelSource
 from autosched.compile.builder import LocalBuilder
@@ -17,6 +16,7 @@ from autosched.measure.config import RunnerConfig
 from autosched.measure.local_runner import LocalRunner
 from autosched.measure.sandbox import describe_exit
 from autosched.target.host import cpu_model
+from tests.support.measure_kernels import AddReference, kernel, measure_input, spin_kernel
 
 FAST = RunnerConfig(number=2, repeat=3, min_repeat_ms=5, timeout=3.0)
 
@@ -39,6 +39,7 @@ def _batch(builder, runner, kinds: list[str], tag: str):
     return dict(zip(kinds, results, strict=True)), results
 
 
+@pytest.mark.slow
 def test_planted_batch_every_failure_named_good_ones_measured(builder, runner) -> None:
     kinds = ["good", "segfault", "abort", "hang", "good_omp", "wrong", "skips_last",
              "compile_error", "off_by_tiny"]
@@ -132,6 +133,7 @@ def test_build_errors_pass_through(runner) -> None:
         runner.run([measure_input("bt")], [])
 
 
+@pytest.mark.slow
 def test_spin_kernel_costs_are_plausible_and_number_adapts(builder) -> None:
     build = builder.build_sources([spin_kernel(200.0, "plausible")])[0]
     with LocalRunner(RunnerConfig(number=2, repeat=4, min_repeat_ms=0, timeout=10), AddReference()) as r:
@@ -154,6 +156,7 @@ def test_flush_cache_runs(builder) -> None:
     assert res.ok and len(res.costs) == 3
 
 
+@pytest.mark.slow
 def test_other_dtypes_are_fed_and_checked(builder) -> None:
     code = ("void k_mixed(const double* X, const int* Y, double* Z, int* W) {\n"
             "  for (int i = 0; i < 64; ++i) { Z[i] = 2.0 * X[i]; W[i] = Y[i] + 1; }\n}\n")

@@ -7,13 +7,13 @@ import json
 
 import numpy as np
 import pytest
-from sched_helpers import op
 
 import autosched as asc
 from autosched import te
 from autosched.dtypes import DTypeError
 from autosched.schedule import step_from_dict
 from autosched.schedule.steps import SplitStep
+from tests.support.sched_helpers import op
 
 
 @pytest.fixture()

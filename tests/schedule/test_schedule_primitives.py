@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from sched_helpers import check, op, replay_python, roundtrip
 
 import autosched as asc
 from autosched import te
 from autosched.schedule import step_from_dict
+from tests.support.sched_helpers import check, op, replay_python, roundtrip
 
 
 def _matmul(M=13, N=17, K=7):

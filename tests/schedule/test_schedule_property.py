@@ -21,12 +21,13 @@ from collections import Counter
 import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
-from sched_fuzz import OPS, STATS, HypChooser, random_schedule, summary_lines
-from sched_helpers import assert_matches, replay_python, run_kernel
 
 import autosched as asc
+from tests.support.sched_fuzz import OPS, STATS, HypChooser, random_schedule, summary_lines
+from tests.support.sched_helpers import assert_matches, replay_python, run_kernel
 
 EXAMPLES_PER_OP = 48  # 11 ops: 528 examples in the default run
+pytestmark = pytest.mark.slow  # a property/fuzz suite: left out of the quick tier
 
 
 def _check_step_message(call: str, msg: str, stage_names: set[str]) -> None:

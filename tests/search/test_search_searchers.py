@@ -6,10 +6,10 @@ import math
 
 import numpy as np
 import pytest
-from sim_objectives import run_search, tile_objective, trials_to_reach
 
 from autosched.search import SEARCHERS, Searcher, available, make_searcher, searcher_class
 from autosched.space.knobs import ConfigSpace, Knob
+from tests.support.sim_objectives import run_search, tile_objective, trials_to_reach
 
 NAMES = ["random", "grid", "annealing", "genetic", "rl"]
 GUIDED = [False, True]
@@ -223,6 +223,7 @@ def _mean_trials(name: str, guided: bool, budget: int, seeds: tuple[int, ...] = 
     return float(np.mean(out))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["random", "annealing", "genetic", "rl"])
 def test_model_guided_beats_random_search(name: str) -> None:
     """BENCHMARKS.md: guided search reaches 95% of the optimum in at most half random search's trials.

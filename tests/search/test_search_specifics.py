@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sim_objectives import run_search, tile_objective
 
 from autosched.search import AnnealingSearcher, GridSearcher, RLSearcher, make_searcher
 from autosched.search.grid import coprime_stride
 from autosched.space.knobs import ConfigSpace, Knob
+from tests.support.sim_objectives import run_search, tile_objective
 
 
 @settings(max_examples=200, deadline=None)

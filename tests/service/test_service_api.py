@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from service_helpers import AUTH, READ_TOKEN, TOKEN
 
 from autosched import te
 from autosched.service.app import create_app
@@ -18,6 +17,7 @@ from autosched.service.settings import ServiceSettings
 from autosched.target.key import Target
 from autosched.tuning.api import register
 from autosched.workload import Workload
+from tests.support.service_helpers import AUTH, READ_TOKEN, TOKEN
 from tuning_db import TuningDB, sqlite_url
 from tuning_db.types import RecordIn
 

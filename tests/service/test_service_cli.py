@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from service_helpers import TOKEN, ApiServer
 
 from autosched.cli import service_commands as cli_service
 from autosched.cli.main import build_parser
 from autosched.service.server import parse_gpu_list, worker_command
 from autosched.service.settings import ServiceSettings, parse_tokens, settings_from_env
+from tests.support.service_helpers import TOKEN, ApiServer
 from tuning_db import sqlite_url
 
 

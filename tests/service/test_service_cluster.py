@@ -19,13 +19,13 @@ from pathlib import Path
 
 import httpx
 import pytest
-from loopback_cluster import LoopbackCluster
-from service_helpers import AUTH, TOKEN, ApiServer, finished, job_body, wait_job
 
 from autosched import te
 from autosched.compile.types import ErrorCode
 from autosched.service.server import session_pids
 from autosched.workload import Workload
+from tests.support.loopback_cluster import LoopbackCluster
+from tests.support.service_helpers import AUTH, TOKEN, ApiServer, finished, job_body, wait_job
 
 pytestmark = [pytest.mark.ray, pytest.mark.postgres, pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
-from service_helpers import TOKEN, ApiServer, job_body
 
 from autosched.target.key import Target
+from tests.support.service_helpers import TOKEN, ApiServer, job_body
 from tuning_db import TuningDB, sqlite_url
 from tuning_db.types import RecordIn
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from service_helpers import AUTH, TOKEN, job_body
 
 from autosched.service.app import create_app
 from autosched.service.job_runner import JobOutcome, JobSpec
@@ -17,6 +16,7 @@ from autosched.service.settings import ServiceSettings
 from autosched.target.key import Target
 from autosched.tuning.api import register
 from autosched.workload import Workload
+from tests.support.service_helpers import AUTH, TOKEN, job_body
 from tuning_db import TuningDB, sqlite_url
 
 

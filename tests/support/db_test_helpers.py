@@ -1,4 +1,4 @@
-"""Small builders shared by the tuning_db tests (imported as a plain module: this folder is on sys.path)."""
+"""Small builders shared by the tuning_db tests."""
 
 from __future__ import annotations
 

@@ -214,7 +214,7 @@ def random_schedule(c: Chooser, op_name: str, max_steps: int = 10) -> tuple[asc.
 
     Refused calls raise `ScheduleError` and leave the schedule as it was; they are recorded in the
     trace and the next call goes on from the unchanged schedule."""
-    from sched_helpers import op
+    from tests.support.sched_helpers import op
 
     args, kwargs = OPS[op_name](c)
     tensors = op(op_name, *args, **kwargs)

@@ -21,7 +21,7 @@ from autosched.tuning.candidates import CandidateCache
 from autosched.tuning.tuner import TaskTuner, TuneOptions
 from autosched.workload import Workload
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]  # worker pools: each test runs guided batches
 
 
 @pytest.fixture

@@ -28,6 +28,7 @@ def _batches(cost_model: str | None, trials: int, batch_size: int) -> list[int]:
     return sizes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cost_model", ["xgb", "random"])
 def test_model_guided_batches_grow_from_the_ramp_minimum_to_the_batch_size(cost_model: str) -> None:
     assert RAMP_MIN_BATCH == 8

@@ -49,6 +49,7 @@ def _pool(n: int = 120):
     return x, column
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("misleading", [True, False])
 def test_a_model_warm_started_from_misleading_records_forgets_them(misleading: bool) -> None:
     x, column = _pool()
@@ -124,6 +125,7 @@ def test_a_floor_of_one_picks_random_buildable_configs_without_the_guided_propos
     assert scored and scored[0] >= 8  # drawn from a larger random pool
 
 
+@pytest.mark.slow
 def test_an_untrained_model_gets_a_random_first_batch() -> None:
     """Evolving candidates on an untrained model's hash scores collapses a batch onto one family: the
     tuner sets the floor to 1 until the model is fitted, then back to the guided share."""

@@ -19,6 +19,7 @@ def db_url(tmp_path):
     return f"sqlite:///{tmp_path}/tune.db"
 
 
+@pytest.mark.slow
 def test_tune_records_resumes_and_applies_best(db_url):
     w = Workload.create("matmul", 64, 48, 32)
     r1 = asc.tune(w, "cpu", 12, db=db_url, batch_size=6, progress=False, seed=1)
@@ -53,6 +54,7 @@ def test_apply_best_without_records_says_so(db_url):
         asc.apply_best(w, db=db_url)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("op,args", [("softmax", (16, 40)), ("conv2d_nchw", (1, 4, 8, 8, 8, 3, 3, 1, 1)),
                                      ("layernorm", (8, 24))])
 def test_tune_other_ops_gives_correct_kernels(db_url, op, args):
@@ -83,6 +85,7 @@ def _cli(*args, db):
                                                                             "PATH": "/usr/bin:/bin"})
 
 
+@pytest.mark.slow
 def test_cli_tune_best_show_export_import_plot(tmp_path):
     db = str(tmp_path / "cli.db")
     p = _cli("tune", "matmul", "32", "32", "32", "--trials", "6", "--batch-size", "6", "--cost-model", "none",
@@ -124,6 +127,7 @@ def _matmul_template(cfg, s, tensors):
     s[c].vectorize(ji)
 
 
+@pytest.mark.slow
 def test_tune_with_expert_template(db_url):
     from autosched.space.template import TemplateSpace
 
@@ -183,6 +187,7 @@ def test_sketch_rfactor_knob_gives_correct_row_reductions():
     assert built >= 4
 
 
+@pytest.mark.slow
 def test_warm_start_learns_from_slow_records_too(db_url):
     """The transfer set spans each other workload's records, not only its best ones (a ranker needs both)."""
     from autosched.cost_model.xgb_model import XGBModel

@@ -6,19 +6,13 @@ shadow the real package. Test modules are named `test_db_*` so their basenames s
 
 from __future__ import annotations
 
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # `tests.support` and `tuning_db` from this checkout
-    sys.path.insert(0, str(ROOT))
-
-from tests.support.postgres import postgres_server_session  # noqa: E402,F401  (a session fixture)
-from tuning_db import TuningDB, sqlite_url  # noqa: E402
+from tuning_db import TuningDB, sqlite_url
 
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 

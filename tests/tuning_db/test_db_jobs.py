@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from db_test_helpers import CPU, W1, rec, register
 
+from tests.support.db_test_helpers import CPU, W1, rec, register
 from tuning_db import JobState, TuningDB
 from tuning_db.jobs import TRANSITIONS
 

@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from db_test_helpers import CPU, GPU, W1, W2, rec, register, strip_id
 
+from tests.support.db_test_helpers import CPU, GPU, W1, W2, rec, register, strip_id
 from tuning_db import TuningDB
 from tuning_db.jsonl import HEADER
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from db_test_helpers import CPU, W1, rec, register
 from sqlalchemy import inspect, text
 
+from tests.support.db_test_helpers import CPU, W1, rec, register
 from tuning_db import DBSettings, TuningDB, downgrade, head_revision, sqlite_url, upgrade
 from tuning_db.engine import make_engine
 from tuning_db.migrate import current_revision

@@ -6,8 +6,8 @@ from __future__ import annotations
 import random
 
 import pytest
-from db_test_helpers import CPU, W1, rec, register
 
+from tests.support.db_test_helpers import CPU, W1, rec, register
 from tuning_db import TuningDB, ranking
 
 

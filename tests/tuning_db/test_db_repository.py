@@ -6,9 +6,9 @@ import math
 from datetime import UTC, datetime
 
 import pytest
-from db_test_helpers import CPU, GPU, W1, W2, rec, register, steps
 from sqlalchemy import text
 
+from tests.support.db_test_helpers import CPU, GPU, W1, W2, rec, register, steps
 from tuning_db import RecordIn, TuningDB, steps_hash
 
 
