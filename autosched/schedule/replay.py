@@ -3,7 +3,6 @@ the build workers all replay a record's steps here, so they cannot disagree abou
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -12,18 +11,18 @@ from autosched.schedule.state import ScheduleError
 from autosched.schedule.steps import step_from_dict
 from autosched.te.tensor import Tensor
 from autosched.workload import Workload
+from tuning_db import canonical
 
 
 def parse_steps(steps: str | Sequence[Any]) -> list[dict]:
     """The step dicts of `steps` (a JSON list or the list itself); ScheduleError names what is wrong."""
-    if isinstance(steps, str):
-        try:
-            steps = json.loads(steps)
-        except json.JSONDecodeError as exc:
-            raise ScheduleError(f"steps are not valid JSON: {exc}") from None
-    if not isinstance(steps, list):
-        raise ScheduleError(f"steps must be a JSON list, got {type(steps).__name__}")
-    return list(steps)
+    try:
+        value = canonical.parse_steps(steps)
+    except ValueError as exc:
+        raise ScheduleError(str(exc)) from None
+    if not isinstance(value, list):
+        raise ScheduleError(f"steps must be a JSON list, got {type(value).__name__}")
+    return list(value)
 
 
 def schedule_from_steps(workload: Workload, steps: str | Sequence[Any]) -> tuple[Schedule, list[Tensor]]:
