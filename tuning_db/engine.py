@@ -7,6 +7,9 @@ one gets "database is locked" at once, whatever the busy timeout. So we take ove
 recipe from the SQLAlchemy docs) and write transactions use `BEGIN IMMEDIATE`, which waits for the
 write lock up front, under the busy timeout. Use `write_engine(engine)` for those, and
 `read_engine(engine)` for single-statement reads.
+
+Every engine hides bound parameters in its errors and logs (`hide_parameters=True`): a failed
+statement must not print a record, a key or a credential into a service log.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ def make_engine(settings: DBSettings | str) -> Engine:
     url = make_url(settings.url)
     if url.get_backend_name() == "sqlite":
         return _make_sqlite_engine(url, settings)
-    kwargs: dict[str, Any] = {"echo": settings.echo, "pool_pre_ping": settings.pool_pre_ping}
+    kwargs: dict[str, Any] = {"echo": settings.echo, "pool_pre_ping": settings.pool_pre_ping, "hide_parameters": True}
     if url.get_backend_name() == "postgresql":
         kwargs["pool_size"] = settings.pool_size
     return create_engine(url, **kwargs)
@@ -54,7 +57,7 @@ def _make_sqlite_engine(url: URL, settings: DBSettings) -> Engine:
     path = _sqlite_file(url)
     if path is not None:
         path.expanduser().parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(url, echo=settings.echo)
+    engine = create_engine(url, echo=settings.echo, hide_parameters=True)
     timeout_ms, cache_mib = settings.sqlite_busy_timeout_ms, settings.sqlite_cache_mib
     wal = path is not None
 

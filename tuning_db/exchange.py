@@ -1,19 +1,40 @@
 """Export and import of records as versioned JSON lines (format in `tuning_db.jsonl`).
 
-Import is all or nothing: the whole file is read and checked before the first write, then every
-workload, target and record goes in within one transaction.
+Import streams: lines are read lazily and stored `IMPORT_BATCH` at a time, one transaction per
+batch, so memory stays bounded whatever the file size and tuners writing to the same database wait
+for one batch at most. Every line is checked (and passed to the caller's `validate`) or refused
+with its line number and reason; the rest of the file is kept. Valid records need costs finite and
+> 0, workload flops finite and >= 0 (a transpose has none; autosched checks they are the spec's),
+text no NUL character. An imported record keeps its origin
+(a record local to the exporting database gets the import's origin), so it never counts towards
+verifying a schedule here. Exact duplicates (same workload, target, steps and costs), stored or
+repeated in the file, are skipped. Only a bad header refuses the whole file.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import Connection, Engine, Select
 
-from tuning_db import jsonl, store
-from tuning_db.rows import record_row, spec_json, to_record, utcnow
-from tuning_db.types import TargetInfo, WorkloadInfo
+from tuning_db import jsonl, standings, store
+from tuning_db.rows import SHORT_TEXT_MAX, check_key, check_number, check_text, record_row, spec_json, to_record, utcnow
+from tuning_db.types import (
+    MAX_REFUSED_REPORTED,
+    ORIGIN_IMPORT,
+    ORIGIN_LOCAL,
+    ImportReport,
+    RefusedLine,
+    TargetInfo,
+    WorkloadInfo,
+)
+
+#: Lines parsed, then stored in one transaction.
+IMPORT_BATCH = 1000
+
+Validator = Callable[[jsonl.ImportLine], None]
 
 
 def export_records(
@@ -34,48 +55,111 @@ def export_records(
     return n
 
 
-def import_records(write_engine: Engine, fp_or_path: jsonl.PathOrFile) -> int:
-    """Check every line, then store the new records in one transaction; return how many were new."""
+def import_records(
+    write_engine: Engine, fp_or_path: jsonl.PathOrFile, validate: Validator | None = None, origin: str = ORIGIN_IMPORT
+) -> ImportReport:
+    """Store the acceptable lines of a records file batch by batch; report what was refused and why."""
+    check_text("origin", origin, SHORT_TEXT_MAX)
+    if origin == ORIGIN_LOCAL:
+        raise ValueError("origin of an import must not be local (''): imported records are not measured here")
+    importer = _Importer(write_engine, validate, origin)
     with jsonl.open_text(fp_or_path, "r") as f:
-        lines = list(jsonl.read_lines(f))
-    now = utcnow()
-    rows: list[dict[str, Any]] = []
-    for ln in lines:
+        batch: list[_Accepted] = []
+        for line_no, text in jsonl.record_texts(f):
+            item = importer.check(line_no, text)
+            if item is not None:
+                batch.append(item)
+            if len(batch) >= IMPORT_BATCH:
+                importer.store(batch)
+                batch = []
+        importer.store(batch)
+    return importer.report()
+
+
+@dataclass(frozen=True)
+class _Accepted:
+    line: jsonl.ImportLine
+    row: dict[str, Any]
+    workload_spec: str
+    target: tuple[str, str]
+
+
+class _Importer:
+    """The state of one import: counts, the first refusals, and the keys already ensured."""
+
+    def __init__(self, write_engine: Engine, validate: Validator | None, origin: str) -> None:
+        self.engine, self.validate, self.origin = write_engine, validate, origin
+        self.now = utcnow()
+        self.imported = self.duplicates = self.n_refused = 0
+        self.refused: list[RefusedLine] = []
+        self.workloads: dict[str, str] = {}  # key -> spec text, stored or matched already
+        self.targets: dict[str, tuple[str, str]] = {}
+
+    def refuse(self, line_no: int, reason: str) -> None:
+        self.n_refused += 1
+        if len(self.refused) < MAX_REFUSED_REPORTED:
+            prefix = f"line {line_no}: "
+            self.refused.append(RefusedLine(line_no, reason[len(prefix):] if reason.startswith(prefix) else reason))
+
+    def check(self, line_no: int, text: str) -> _Accepted | None:
+        """The line ready to store, or None after refusing it."""
         try:
-            rows.append(record_row(ln.record, now))
-        except ValueError as e:
-            raise ValueError(f"line {ln.line_no}: {e}") from None
-    with write_engine.begin() as conn:
-        _ensure_keys(conn, lines)
-        fresh = _drop_duplicates(conn, rows)
-        store.insert_records(conn, fresh, want_ids=False)
-    return len(fresh)
+            line = jsonl.parse_line(text, line_no)
+            if line.record.origin == ORIGIN_LOCAL:
+                line = replace(line, record=replace(line.record, origin=self.origin))
+            check_number("workload flops", line.workload_flops, minimum=0.0)
+            check_text("workload name", line.workload_name, SHORT_TEXT_MAX)
+            check_key("target kind", line.target_kind, 32)
+            item = _Accepted(line, record_row(line.record, self.now), spec_json("workload spec", line.workload_spec),
+                             (line.target_kind, spec_json("target spec", line.target_spec)))
+        except (ValueError, OverflowError) as e:  # OverflowError: an integer too big for a float
+            self.refuse(line_no, str(e))
+            return None
+        if self.validate is not None:
+            try:
+                self.validate(line)
+            except ValueError as e:
+                self.refuse(line_no, str(e))
+                return None
+            except Exception as e:  # a replay that trips over planted steps refuses the line, not the file
+                self.refuse(line_no, f"validator failed: {type(e).__name__}: {e}")
+                return None
+        return item
+
+    def store(self, batch: list[_Accepted]) -> None:
+        if not batch:
+            return
+        with self.engine.begin() as conn:
+            rows = []
+            for item in batch:
+                try:
+                    self._ensure_keys(conn, item)
+                except ValueError as e:
+                    self.refuse(item.line.line_no, str(e))
+                else:
+                    rows.append(item.row)
+            fresh = _drop_duplicates(conn, rows)
+            store.insert_records(conn, fresh, want_ids=False)
+            standings.refresh(conn, standings.schedule_keys(fresh))
+        self.imported += len(fresh)
+        self.duplicates += len(rows) - len(fresh)
+
+    def _ensure_keys(self, conn: Connection, item: _Accepted) -> None:
+        """Register the line's workload and target unless this import already did (or matched them)."""
+        ln, rec = item.line, item.line.record
+        if self.workloads.get(rec.workload_key) != item.workload_spec:
+            store.ensure_workload(conn, rec.workload_key, ln.workload_name, ln.workload_spec, ln.workload_flops)
+            self.workloads[rec.workload_key] = item.workload_spec
+        if self.targets.get(rec.target_key) != item.target:
+            store.ensure_target(conn, rec.target_key, ln.target_kind, ln.target_spec)
+            self.targets[rec.target_key] = item.target
+
+    def report(self) -> ImportReport:
+        return ImportReport(self.imported, self.duplicates, tuple(self.refused), self.n_refused)
 
 
-def _ensure_keys(conn: Connection, lines: Sequence[jsonl.ImportLine]) -> None:
-    """Register each workload and target once; a key whose spec changes within the file is an error."""
-    workloads: dict[str, str] = {}
-    targets: dict[str, tuple[str, str]] = {}
-    for ln in lines:
-        wkey, wspec = ln.record.workload_key, spec_json("workload spec", ln.workload_spec)
-        tkey, tval = ln.record.target_key, (ln.target_kind, spec_json("target spec", ln.target_spec))
-        try:
-            if wkey not in workloads:
-                store.ensure_workload(conn, wkey, ln.workload_name, ln.workload_spec, ln.workload_flops)
-                workloads[wkey] = wspec
-            elif workloads[wkey] != wspec:
-                raise ValueError(f"workload {wkey!r} appears earlier in the file with a different spec")
-            if tkey not in targets:
-                store.ensure_target(conn, tkey, ln.target_kind, ln.target_spec)
-                targets[tkey] = tval
-            elif targets[tkey] != tval:
-                raise ValueError(f"target {tkey!r} appears earlier in the file with a different kind/spec")
-        except ValueError as e:
-            raise ValueError(f"line {ln.line_no}: {e}") from None
-
-
-def _drop_duplicates(conn: Connection, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows that are neither stored already nor repeated earlier in the file."""
+def _drop_duplicates(conn: Connection, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows that are neither stored already (earlier batches included) nor repeated in this batch."""
     by_pair: dict[tuple[str, str], set[str]] = {}
     for r in rows:
         by_pair.setdefault((r["workload_key"], r["target_key"]), set()).add(r["steps_hash"])

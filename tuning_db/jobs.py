@@ -24,7 +24,9 @@ TRANSITIONS: Mapping[JobState, frozenset[JobState]] = {
 }
 
 #: Fields `update_job` may change; the rest of a job (keys, request, created) is fixed at creation.
-UPDATABLE = frozenset({"state", "trials_done", "best_median", "error", "owner"})
+UPDATABLE = frozenset({"state", "trials_done", "best_median", "error", "owner", "cancelled_by"})
+#: Longest owner / cancelled_by (their columns are VARCHAR(255)).
+NAME_MAX = 255
 
 
 def parse_state(value: Any) -> JobState:
@@ -62,8 +64,12 @@ def validate_update(fields: Mapping[str, Any]) -> dict[str, Any]:
             if not ok:
                 raise ValueError(f"update_job: best_median must be a finite number or None, got {value!r}")
             out[name] = None if value is None else float(value)
-        else:  # error, owner
+        else:  # error, owner, cancelled_by
             if not isinstance(value, str):
                 raise ValueError(f"update_job: {name} must be a str, got {type(value).__name__}")
+            if "\x00" in value:
+                raise ValueError(f"update_job: {name} contains a NUL character")
+            if name != "error" and len(value) > NAME_MAX:
+                raise ValueError(f"update_job: {name} is longer than {NAME_MAX} characters")
             out[name] = value
     return out

@@ -4,12 +4,15 @@
     line n:  {"workload": {"key", "name", "spec", "flops"}, "target": {"key", "kind", "spec"},
               "steps": [...], "steps_hash": "...", "costs": [...], "error_code": 0, "error_msg": "",
               "build_seconds": 0.1, "run_seconds": 0.2, "host": "", "device": "", "worker_id": "",
-              "created": "2026-12-02T12:00:00+00:00", "format_version": 1}
+              "created": "2026-12-02T12:00:00+00:00", "format_version": 1, "origin": ""}
 
 Each line carries the workload and target it needs, so a file imports into an empty database and
 lines can be split, concatenated or filtered with ordinary tools. Job ids are local to one
-database and are not exported. Parsing checks every field and raises ValueError naming the line
-number and the field, before anything is written.
+database and are not exported. `origin` is "" for a record measured by the exporting database
+(older files lack it); the importer stores such a record under its own import origin, so an
+imported record never counts as measured here. Parsing checks every field and raises ValueError
+naming the line number and the field; the importer refuses that line and keeps the rest, while a
+missing or foreign header refuses the whole file. `record_texts` reads lazily, one line at a time.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import IO, Any
 
 from tuning_db.canonical import canonical_json, steps_hash
 from tuning_db.rows import TARGET_KEY_MAX, WORKLOAD_KEY_MAX, as_utc
-from tuning_db.types import Record, RecordIn, TargetInfo, WorkloadInfo
+from tuning_db.types import ORIGIN_LOCAL, Record, RecordIn, TargetInfo, WorkloadInfo
 
 FORMAT = "autosched-records"
 VERSION = 1
@@ -85,6 +88,7 @@ def encode_record(rec: Record, workload: WorkloadInfo, target: TargetInfo) -> st
         "worker_id": rec.worker_id,
         "created": rec.created.isoformat(),
         "format_version": rec.format_version,
+        "origin": rec.origin,
     }
     return canonical_json(obj) + "\n"
 
@@ -185,6 +189,7 @@ def parse_line(text: str, line_no: int) -> ImportLine:
         worker_id=line.get("worker_id", str, default=""),
         created=created,
         format_version=line.get("format_version", int, default=1),
+        origin=line.get("origin", str, default=ORIGIN_LOCAL),
     )
     return ImportLine(
         line_no=line_no,
@@ -197,8 +202,9 @@ def parse_line(text: str, line_no: int) -> ImportLine:
     )
 
 
-def read_lines(fp: IO[str]) -> Iterator[ImportLine]:
-    """Validated record lines of a whole stream; the header must come first, blank lines are skipped."""
+def record_texts(fp: IO[str]) -> Iterator[tuple[int, str]]:
+    """(line number, text) of each record line, read lazily; a bad or missing header raises
+    ValueError before the first one (the whole stream is refused), blank lines are skipped."""
     seen_header = False
     for line_no, text in enumerate(fp, start=1):
         if not text.strip():
@@ -209,6 +215,12 @@ def read_lines(fp: IO[str]) -> Iterator[ImportLine]:
             parse_header(text)
             seen_header = True
             continue
-        yield parse_line(text, line_no)
+        yield line_no, text
     if not seen_header:
         raise ValueError(f"line 1: empty input, expected the header {HEADER}")
+
+
+def read_lines(fp: IO[str]) -> Iterator[ImportLine]:
+    """Validated record lines of a whole stream; the first bad line raises ValueError."""
+    for line_no, text in record_texts(fp):
+        yield parse_line(text, line_no)

@@ -8,6 +8,10 @@ The indexes exist for the two hot queries:
   records (`error_code = 0`, a partial index on both dialects), so the best record is the first
   entry of an index range: a seek, not a scan or a sort.
 - resume/dedupe: `ix_records_steps` on (workload_key, target_key, steps_hash).
+- `best`/`top_k`/`standings`: `ix_schedules_best` on `schedules` (workload_key, target_key, rank,
+  cost, record_id): one summary row per schedule, kept exact in the transaction of every record
+  insert (`tuning_db.standings`), so the best schedule is the first entry of an index range and
+  `best` never reads the records of a workload, only the one representative record it returns.
 
 Any change here needs a new Alembic revision in `tuning_db/migrations/versions/`;
 `tests/tuning_db/test_db_migrations.py` fails when models and migrations disagree.
@@ -91,6 +95,7 @@ class JobRow(Base):
     created: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     updated: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     owner: Mapped[str] = mapped_column(String(255), default="")
+    cancelled_by: Mapped[str] = mapped_column(String(255), default="", server_default="")
 
 
 class RecordRow(Base):
@@ -126,9 +131,34 @@ class RecordRow(Base):
     job_id: Mapped[str | None] = mapped_column(String(36), ForeignKey("jobs.id"), nullable=True)
     created: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     format_version: Mapped[int] = mapped_column(Integer, default=STEPS_FORMAT_VERSION)
+    #: "" (local): measured by this database's tuners; else where an imported record came from
+    origin: Mapped[str] = mapped_column(String(255), default="", server_default="")
+
+
+class ScheduleRow(Base):
+    """Derived standing of one schedule on a (workload, target), see `tuning_db.standings`.
+
+    `rank`: 0 verified, 1 unverified (has a valid record), 2 disqualified, 3 no valid record.
+    `record_id` is the representative record whose median is `cost` (NULL without a valid record).
+    """
+
+    __tablename__ = "schedules"
+    __table_args__ = (Index("ix_schedules_best", "workload_key", "target_key", "rank", "cost", "record_id"),)
+
+    workload_key: Mapped[str] = mapped_column(String(64), ForeignKey("workloads.key"), primary_key=True)
+    target_key: Mapped[str] = mapped_column(String(128), ForeignKey("targets.key"), primary_key=True)
+    steps_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    rank: Mapped[int] = mapped_column(Integer)
+    cost: Mapped[float | None] = mapped_column(Float, nullable=True)
+    record_id: Mapped[int | None] = mapped_column(RECORD_ID, ForeignKey("records.id"), nullable=True)
+    n_valid_local: Mapped[int] = mapped_column(Integer)
+    n_valid_imported: Mapped[int] = mapped_column(Integer)
+    n_disqualifying: Mapped[int] = mapped_column(Integer)
+    reason: Mapped[str] = mapped_column(Text)
 
 
 workloads_table = WorkloadRow.__table__
 targets_table = TargetRow.__table__
 jobs_table = JobRow.__table__
 records_table = RecordRow.__table__
+schedules_table = ScheduleRow.__table__

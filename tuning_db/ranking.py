@@ -1,29 +1,48 @@
-"""How the best schedules are chosen from the records: a schedule measured more than once (a tuner
-re-measuring its top candidates, a resumed or repeated run) is judged by all of its measurements.
+"""How a schedule is judged from its records: the rules `best`, `top_k` and `standings` serve.
 
-Why: on a shared machine one measurement can be lucky, and the fastest single record is then the
-luckiest, not the fastest schedule (see docs/decisions/verify-by-median.md). Each
-schedule's cost is the upper median of its records' medians: the one record for a schedule measured
-once, the slower of two, the middle of three. It is always one of the stored records, so what
-`best()` returns is a real measurement with its costs, host and time.
+1. Disqualified for good: a schedule with ANY record whose error code is in `DISQUALIFYING`
+   (runtime error, wrong answer, worker crashed) is never served, however fast its valid records:
+   a racy kernel is sometimes right and fast, and that record is luck.
+2. Verified: at least `MIN_VERIFIED` valid measurements made here (origin local). Verified
+   schedules rank before unverified ones; an unverified schedule is served only when no schedule
+   of the (workload, target) is verified, and callers show it as unverified.
+3. Cost: the upper median of the medians of a verified schedule's *local* valid records (imported
+   records, planted or not, cannot move it), of all valid records of any other schedule. On a
+   shared machine one measurement can be lucky by 20-50%, and the fastest single record is then the
+   luckiest, not the fastest schedule (docs/decisions/verify-by-median.md). The cost is always one
+   stored record's median, so what `best()` returns is a real measurement with its costs and host.
 
-The fastest records are read in a window by the index on (workload, target, median); the window
-grows until the k-th best schedule is no slower than the window's slowest record, so a schedule
-outside it (whose every record is slower) cannot be better: the answer is exact.
+The rules are applied here, on one schedule's records, and the result is stored per schedule in
+the `schedules` table in the transaction that inserts the records (`tuning_db.standings`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-BEST_WINDOW = 8
-"""Records read first (at least twice k); doubled while the answer is not yet certain."""
+from tuning_db.types import DISQUALIFYING, DISQUALIFYING_NAMES, MIN_VERIFIED, OK, ORIGIN_LOCAL
+
+RANK_VERIFIED = 0
+RANK_UNVERIFIED = 1
+RANK_DISQUALIFIED = 2
+RANK_UNMEASURED = 3  # no valid record (only failures that do not disqualify, e.g. timeouts)
+#: Ranks a schedule may be served with.
+SERVABLE_MAX_RANK = RANK_UNVERIFIED
 
 
-def first_window(k: int) -> int:
-    """Records read by the first query for the `k` best schedules."""
-    return max(BEST_WINDOW, 2 * k)
+@dataclass(frozen=True)
+class Summary:
+    """One schedule's row of the `schedules` table."""
+
+    rank: int
+    cost: float | None
+    record_id: int | None
+    n_valid_local: int
+    n_valid_imported: int
+    n_disqualifying: int
+    reason: str
 
 
 def upper_median(values: Sequence[Any]) -> Any:
@@ -37,35 +56,31 @@ def representative(records: Sequence[Any]) -> Any:
     return records[i]
 
 
-def _hashes(records: Iterable[Any]) -> Iterable[str]:
-    return (r.steps_hash for r in records)
+def disqualifying_reason(error_code: int, error_msg: str) -> str:
+    return f"{DISQUALIFYING_NAMES.get(error_code, str(error_code))}: {error_msg}"
 
 
-def best_schedules(fastest: Callable[[int], list[Any]], all_of: Callable[[Iterable[str]], list[Any]],
-                   k: int) -> list[Any]:
-    """The `k` best schedules' representative records, fastest first.
-
-    `fastest(n)`: the n valid records with the lowest medians (ascending, ties by id);
-    `all_of(hashes)`: every valid record of those schedules. Records need `id`, `steps_hash` and
-    `median`; when those of `fastest` also carry `n_records` (valid records of their schedule) and
-    the window already holds all of them, `all_of` is not asked.
-    """
-    if k <= 0:
-        return []
-    window = first_window(k)
-    while True:
-        head = fastest(window)
-        if not head:
-            return []
-        groups: dict[str, list[Any]] = {}
-        for rec in head:
-            groups.setdefault(rec.steps_hash, []).append(rec)
-        if not all(len(g) == getattr(g[0], "n_records", -1) for g in groups.values()):
-            groups = {}
-            for rec in all_of(set(_hashes(head))):
-                groups.setdefault(rec.steps_hash, []).append(rec)
-        reps = sorted((representative(g) for g in groups.values()), key=lambda r: (r.median, r.id))[:k]
-        exhausted = len(head) < window
-        if exhausted or (len(reps) == k and reps[-1].median <= head[-1].median):
-            return reps
-        window *= 2
+def summarize(records: Sequence[Any]) -> Summary:
+    """The standing of one schedule from all its records (each with `id`, `median`, `error_code`,
+    `error_msg`, `origin`); records with other error codes are ignored."""
+    valid = [r for r in records if r.error_code == OK]
+    local = [r for r in valid if r.origin == ORIGIN_LOCAL]
+    bad = [r for r in records if r.error_code in DISQUALIFYING]
+    first_bad = min(bad, key=lambda r: r.id) if bad else None
+    pool = local if len(local) >= MIN_VERIFIED else valid
+    rep = representative(pool) if pool else None
+    if bad:
+        rank = RANK_DISQUALIFIED
+    elif rep is None:
+        rank = RANK_UNMEASURED
+    else:
+        rank = RANK_VERIFIED if len(local) >= MIN_VERIFIED else RANK_UNVERIFIED
+    return Summary(
+        rank=rank,
+        cost=None if rep is None else float(rep.median),
+        record_id=None if rep is None else int(rep.id),
+        n_valid_local=len(local),
+        n_valid_imported=len(valid) - len(local),
+        n_disqualifying=len(bad),
+        reason="" if first_bad is None else disqualifying_reason(first_bad.error_code, first_bad.error_msg),
+    )

@@ -4,17 +4,23 @@ Everything goes through SQLAlchemy Core on short-lived connections; callers get 
 (`tuning_db.types`), never rows or ORM objects. Writes are single transactions that are safe with
 many concurrent writers (see `tuning_db.engine`); idempotent inserts use ON CONFLICT DO NOTHING so
 two tuners registering the same workload at once both succeed.
+
+What is served follows `tuning_db.ranking`: a schedule with any wrong-answer, runtime-error or
+crashed record is never served; a schedule is verified with `MIN_VERIFIED` valid local
+measurements, and verified schedules are served before unverified ones, each by the upper median
+of its measurements. Every record insert keeps the per-schedule summary (`tuning_db.standings`)
+exact in its own transaction, so `best` reads one index range of it and one record.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Integer, Select, bindparam, func, literal_column, select
+from sqlalchemy import Select, func, select
 
-from tuning_db import exchange, jsonl, ranking, store
+from tuning_db import exchange, jsonl, standings, store
 from tuning_db import jobs as job_rules
 from tuning_db.engine import make_engine, read_engine, write_engine
 from tuning_db.migrate import ensure_schema
@@ -32,7 +38,18 @@ from tuning_db.rows import (
     utcnow,
 )
 from tuning_db.settings import DBSettings
-from tuning_db.types import JobInfo, JobState, Record, RecordIn, RecordOutcome, TargetInfo, WorkloadInfo
+from tuning_db.types import (
+    ORIGIN_IMPORT,
+    ImportReport,
+    JobInfo,
+    JobState,
+    Record,
+    RecordIn,
+    RecordOutcome,
+    Standing,
+    TargetInfo,
+    WorkloadInfo,
+)
 
 R = records_table.c
 _OK = store.OK_ONLY
@@ -53,19 +70,11 @@ class TuningDB:
         self._reader = read_engine(self.engine)
         if migrate:
             ensure_schema(self.engine)
-        where = (R.workload_key == bindparam("wk"), R.target_key == bindparam("tk"), _OK)
-        same = records_table.alias("same_schedule")
-        n_records = (select(func.count()).select_from(same)
-                     .where(same.c.workload_key == R.workload_key, same.c.target_key == R.target_key,
-                            same.c.steps_hash == R.steps_hash, same.c.error_code == literal_column("0"))
-                     .scalar_subquery())
-        # the hot query: the fastest records, each with how many valid records its schedule has (if the
-        # fastest one's schedule was measured once, it is the best schedule's record: every other
-        # schedule has a record at least as slow)
-        self._best = select(records_table, n_records.label("n_records")).where(*where) \
-            .order_by(R.median, R.id).limit(bindparam("n", type_=Integer))
-        self._of_schedules = select(records_table).where(
-            *where, R.steps_hash.in_(bindparam("hashes", expanding=True)))
+        # the hot query: the k best servable schedules' summary rows and representative records
+        self._best = standings.served(limit=True)
+        self._served_all = standings.served(limit=False)
+        self._disqualified = standings.disqualified()
+        self._one = standings.one()
 
     def __repr__(self) -> str:
         return f"TuningDB({self.engine.url.render_as_string(hide_password=True)!r})"
@@ -119,7 +128,10 @@ class TuningDB:
     def commit_records(self, records: Sequence[RecordIn]) -> list[int]:
         """Store measurements in one transaction (all or none); return their ids in input order.
 
-        Raises ValueError (nothing stored) for a bad field or an unknown workload, target or job.
+        Raises ValueError (nothing stored) naming the record and field for a bad field (a valid
+        record's costs must be finite and > 0; text must hold no NUL), or naming an unknown
+        workload, target or job. The touched schedules' standings are updated in the same
+        transaction.
         """
         now = utcnow()
         rows = []
@@ -132,39 +144,66 @@ class TuningDB:
             return []
         with self._writer.begin() as conn:
             store.check_references(conn, rows)
-            return store.insert_records(conn, rows)
+            ids = store.insert_records(conn, rows)
+            standings.refresh(conn, standings.schedule_keys(rows))
+            return ids
 
     def commit_record(self, record: RecordIn) -> int:
         """Store one measurement; return its id."""
         return self.commit_records([record])[0]
 
     def best(self, workload_key: str, target_key: str) -> Record | None:
-        """The best schedule's record, or None. A schedule measured several times is judged by the
-        upper median of its records (`tuning_db.ranking`); the record returned is that one. One
-        index range scan when the fastest schedules were measured once each, two queries when not."""
+        """The best schedule's representative record, or None (see `tuning_db.ranking`).
+
+        Never a disqualified schedule; the fastest verified schedule when there is one, else the
+        fastest unverified one (check `standing(...).verified` to tell callers). One index seek.
+        """
         top = self.top_k(workload_key, target_key, 1)
         return top[0] if top else None
 
     def top_k(self, workload_key: str, target_key: str, k: int) -> list[Record]:
-        """The `k` best schedules, one record each (see `best`), fastest first."""
-        if not isinstance(k, int) or k < 0:
-            raise ValueError(f"k must be an int >= 0, got {k!r}")
+        """The `k` best schedules, one record each (see `best`): verified by cost, then unverified."""
+        return [s.record for s in self.standings(workload_key, target_key, k) if s.record is not None]
+
+    def standings(
+        self, workload_key: str, target_key: str, k: int | None = None, *, include_disqualified: bool = False
+    ) -> list[Standing]:
+        """Where the schedules of (workload, target) stand, in `top_k` order (at most `k` of them);
+        with `include_disqualified` the disqualified ones follow, by cost. Schedules with no valid
+        record and no disqualifying one (only timeouts, say) are not listed; `standing` finds them."""
+        if k is not None and (not isinstance(k, int) or isinstance(k, bool) or k < 0):
+            raise ValueError(f"k must be an int >= 0 or None, got {k!r}")
         if k == 0:
             return []
-        params = {"wk": workload_key, "tk": target_key}
-        window = ranking.first_window(k)
+        params: dict[str, Any] = {"wk": workload_key, "tk": target_key}
         with self._reader.connect() as conn:
-            # one query when the fastest records' schedules have no records outside the window (each
-            # measured once, the common case); two when a schedule was re-measured (verified)
-            head = list(conn.execute(self._best, {**params, "n": window}))
+            if k is None:
+                rows = list(conn.execute(self._served_all, params))
+            else:
+                rows = list(conn.execute(self._best, {**params, "n": k}))
+            if include_disqualified and (k is None or len(rows) < k):
+                bad = conn.execute(self._disqualified, params)
+                rows += list(bad) if k is None else bad.fetchmany(k - len(rows))
+        return [standings.to_standing(r) for r in rows]
 
-            def fastest(n: int) -> list[Any]:
-                return head if n == window else list(conn.execute(self._best, {**params, "n": n}))
+    def standing(self, workload_key: str, target_key: str, steps_hash: str) -> Standing | None:
+        """The standing of one schedule (any schedule with a record), or None if it has none."""
+        with self._reader.connect() as conn:
+            row = conn.execute(self._one, {"wk": workload_key, "tk": target_key, "h": steps_hash}).first()
+        return None if row is None else standings.to_standing(row)
 
-            def all_of(hashes) -> list[Any]:
-                return list(conn.execute(self._of_schedules, {**params, "hashes": sorted(hashes)}))
-
-            return [to_record(r) for r in ranking.best_schedules(fastest, all_of, k)]
+    def rebuild_standings(self, workload_key: str | None = None, target_key: str | None = None) -> int:
+        """Recompute the per-schedule standings from the records (all, or one workload/target's);
+        return how many schedules. For tools that bulk-load `records` with raw SQL, bypassing
+        `commit_records`; safe while tuners write (each batch of schedules is locked as they are)."""
+        stmt = self._filter(select(R.workload_key, R.target_key, R.steps_hash).distinct(),
+                            workload_key, target_key, False)
+        with self._reader.connect() as conn:
+            keys = sorted(tuple(k) for k in conn.execute(stmt))
+        for i in range(0, len(keys), store.BATCH):
+            with self._writer.begin() as conn:
+                standings.refresh(conn, keys[i : i + store.BATCH])
+        return len(keys)
 
     def measured_step_hashes(self, workload_key: str, target_key: str) -> set[str]:
         """Hashes of every schedule already measured (valid or failed): a resumed tuner skips them."""
@@ -228,11 +267,10 @@ class TuningDB:
             return [to_record(r) for r in conn.execute(stmt)]
 
     def best_per_workload(self, target_key: str | None = None) -> list[Record]:
-        """The best record (as `best` chooses it) of every (workload, target) pair, ordered by workload
-        then target key."""
-        stmt = self._filter(select(R.workload_key, R.target_key).distinct(), None, target_key, True)
+        """The best record (as `best` chooses it) of every (workload, target) pair that has a servable
+        schedule, ordered by workload then target key."""
         with self._reader.connect() as conn:
-            pairs = sorted(tuple(p) for p in conn.execute(stmt))
+            pairs = sorted(tuple(p) for p in conn.execute(standings.pairs(target_key)))
         return [rec for wk, tk in pairs if (rec := self.best(wk, tk)) is not None]
 
     # ---- jobs --------------------------------------------------------------------------------
@@ -317,11 +355,19 @@ class TuningDB:
         targets = {t.key: t for t in self.targets()}
         return exchange.export_records(self.engine, stmt, workloads, targets, fp_or_path)
 
-    def import_jsonl(self, fp_or_path: jsonl.PathOrFile) -> int:
-        """Read records written by `export_jsonl`; return how many were new.
+    def import_jsonl(
+        self,
+        fp_or_path: jsonl.PathOrFile,
+        *,
+        validate: Callable[[jsonl.ImportLine], None] | None = None,
+        origin: str = ORIGIN_IMPORT,
+    ) -> ImportReport:
+        """Read records written by `export_jsonl`, streaming; report what was stored and refused.
 
-        All or nothing: every line is checked first, then everything goes in one transaction. A bad
-        line raises ValueError naming its number and field. Exact duplicates (same workload,
-        target, steps hash and costs), already stored or repeated in the file, are skipped.
+        Each line is checked, then passed to `validate` (which raises ValueError(reason) to refuse
+        it); a refused line is reported with its number and reason and the rest of the file is kept.
+        Only a bad header raises ValueError (nothing stored). Imported records keep their origin
+        (`origin` for those local to the exporter) and so count as unverified until re-measured
+        here. Exact duplicates (same workload, target, steps hash and costs) are skipped.
         """
-        return exchange.import_records(self._writer, fp_or_path)
+        return exchange.import_records(self._writer, fp_or_path, validate, origin)

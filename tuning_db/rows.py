@@ -1,7 +1,8 @@
 """Conversions between the boundary dataclasses and table rows, with the input checks.
 
 Every check raises ValueError naming the field, so a caller learns what was wrong without reading
-a database error.
+a database error. Text (keys, names, messages, and every string inside a JSON spec or schedule)
+must hold no NUL character: PostgreSQL refuses one with an error instead of storing it.
 """
 
 from __future__ import annotations
@@ -29,11 +30,16 @@ def as_utc(value: datetime) -> datetime:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
+NUL = "\x00"
+
+
 def check_key(field: str, value: Any, max_len: int) -> str:
     if not isinstance(value, str) or not value:
         raise ValueError(f"{field} must be a non-empty str, got {value!r}")
     if len(value) > max_len:
         raise ValueError(f"{field} is longer than {max_len} characters: {value[:80]!r}...")
+    if NUL in value:
+        raise ValueError(f"{field} contains a NUL character: {value[:80]!r}")
     return value
 
 
@@ -42,13 +48,41 @@ def check_text(field: str, value: Any, max_len: int | None = None) -> str:
         raise ValueError(f"{field} must be a str, got {type(value).__name__}")
     if max_len is not None and len(value) > max_len:
         raise ValueError(f"{field} is longer than {max_len} characters")
+    if NUL in value:
+        raise ValueError(f"{field} contains a NUL character")
     return value
 
 
-def check_number(field: str, value: Any) -> float:
+def check_number(field: str, value: Any, minimum: float | None = None, strict: bool = False) -> float:
+    """A finite number; with `minimum`, at least it (`strict`: greater than it)."""
     if not is_finite_number(value):
         raise ValueError(f"{field} must be a finite number, got {value!r}")
+    if minimum is not None and (value <= minimum if strict else value < minimum):
+        raise ValueError(f"{field} must be {'>' if strict else '>='} {minimum:g}, got {value!r}")
     return float(value)
+
+
+def check_json_text(field: str, value: Any, text: str) -> str:
+    """`text`, the canonical JSON of `value`, unless a string in `value` holds a NUL character.
+
+    json escapes NUL as \\u0000, so only a text containing that sequence needs the walk that names
+    the offending string.
+    """
+    if "\\u0000" not in text:
+        return text
+    stack: list[tuple[str, Any]] = [(field, value)]
+    while stack:
+        path, v = stack.pop()
+        if isinstance(v, str) and NUL in v:
+            raise ValueError(f"{path} contains a NUL character")
+        if isinstance(v, Mapping):
+            for k, x in v.items():
+                if isinstance(k, str) and NUL in k:
+                    raise ValueError(f"{path} has a key with a NUL character: {k[:80]!r}")
+                stack.append((f"{path}.{k}", x))
+        elif isinstance(v, list | tuple):
+            stack.extend((f"{path}[{i}]", x) for i, x in enumerate(v))
+    return text
 
 
 def check_int(field: str, value: Any, minimum: int = 0) -> int:
@@ -62,9 +96,10 @@ def spec_json(field: str, spec: Any) -> str:
     if not isinstance(spec, Mapping):
         raise ValueError(f"{field} must be a dict (JSON object), got {type(spec).__name__}")
     try:
-        return canonical_json(spec)
+        text = canonical_json(spec)
     except (TypeError, ValueError) as e:
         raise ValueError(f"{field} is not JSON-serializable: {e}") from e
+    return check_json_text(field, spec, text)
 
 
 def costs_json(costs: tuple[float, ...]) -> str:
@@ -85,15 +120,17 @@ def record_row(rec: RecordIn, now: datetime) -> dict[str, Any]:
         raise ValueError(f"steps is not a JSON value: {e}") from e
     if not isinstance(steps, list | dict):  # a schedule is a list of steps (or an object holding them)
         raise ValueError(f"steps must be a JSON list or object, got {type(steps).__name__}")
+    check_json_text("steps", steps, steps_text)
     try:
         raw = list(rec.costs)
     except TypeError:
         raise ValueError(f"costs must be a sequence of numbers, got {rec.costs!r}") from None
     if any(isinstance(c, bool) or not isinstance(c, int | float) for c in raw):
         raise ValueError(f"costs must be numbers (seconds), got {raw!r}")
-    if error_code == OK:
-        if not raw or not all(math.isfinite(c) for c in raw):
-            raise ValueError(f"a valid record (error_code 0) needs non-empty finite costs, got {raw!r}")
+    if error_code == OK:  # a cost of 0 or below would be served as the best (and divides GFLOPS by 0)
+        if not raw or not all(math.isfinite(c) and c > 0 for c in raw):
+            raise ValueError(f"costs: a valid record (error_code 0) needs non-empty finite costs > 0 seconds, "
+                             f"got {raw!r}")
         costs = tuple(float(c) for c in raw)
         med: float | None = median(costs)
     else:  # a failed candidate has no timing; inf/nan placeholders carry no information
@@ -119,6 +156,7 @@ def record_row(rec: RecordIn, now: datetime) -> dict[str, Any]:
         "job_id": rec.job_id,
         "created": created,
         "format_version": check_int("format_version", rec.format_version, minimum=1),
+        "origin": check_text("origin", rec.origin, SHORT_TEXT_MAX),
     }
 
 
@@ -142,6 +180,7 @@ def to_record(row: Any) -> Record:
         job_id=m["job_id"],
         created=as_utc(m["created"]),
         format_version=int(m["format_version"]),
+        origin=m["origin"],
     )
 
 
@@ -175,4 +214,5 @@ def to_job(row: Any) -> JobInfo:
         created=as_utc(m["created"]),
         updated=as_utc(m["updated"]),
         owner=m["owner"],
+        cancelled_by=m["cancelled_by"],
     )

@@ -1,7 +1,7 @@
 """Statements that run on a caller's open connection, so several can share one transaction.
 
-`TuningDB` composes these into its public methods; `exchange` uses them to import a whole file in
-one transaction.
+`TuningDB` composes these into its public methods; `exchange` uses them to import a file batch by
+batch, one transaction per batch.
 """
 
 from __future__ import annotations
@@ -54,12 +54,15 @@ def missing_keys(conn: Connection, column: Any, keys: Iterable[str]) -> list[str
 
 
 def ensure_workload(conn: Connection, key: str, name: str, spec: Any, flops: Any) -> WorkloadInfo:
-    """Insert the workload unless present; a different spec under the same key raises ValueError."""
+    """Insert the workload unless present; a different spec under the same key raises ValueError.
+
+    Flops may be 0 here (a transpose or copy computes nothing); imports require them > 0.
+    """
     values = {
         "key": check_key("workload key", key, WORKLOAD_KEY_MAX),
         "name": check_text("workload name", name, SHORT_TEXT_MAX),
         "spec": spec_json("workload spec", spec),
-        "flops": check_number("workload flops", flops),
+        "flops": check_number("workload flops", flops, minimum=0.0),
         "created": utcnow(),
     }
     insert_ignore(conn, workloads_table, values)

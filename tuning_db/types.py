@@ -19,6 +19,19 @@ STEPS_FORMAT_VERSION = 1
 #: `error_code` of a valid measurement (autosched.measure.types.ErrorCode.NO_ERROR).
 OK = 0
 
+#: Error codes that disqualify a schedule for good, whatever its other records say: it crashed or
+#: computed a wrong answer at least once, so a fast valid record of it is luck (a racy kernel).
+#: autosched's `ErrorCode` numbering: RUNTIME_ERROR, WRONG_ANSWER, WORKER_CRASHED.
+DISQUALIFYING: frozenset[int] = frozenset({4, 6, 7})
+#: Names of the disqualifying codes, for `Standing.reason`.
+DISQUALIFYING_NAMES: Mapping[int, str] = {4: "RUNTIME_ERROR", 6: "WRONG_ANSWER", 7: "WORKER_CRASHED"}
+#: Valid local measurements a schedule needs to be *verified*: one sample can be lucky by 20-50%.
+MIN_VERIFIED = 3
+#: `Record.origin` of measurements written by this database's tuners.
+ORIGIN_LOCAL = ""
+#: Default `Record.origin` of imported lines (`import_jsonl(origin=...)` may name the file).
+ORIGIN_IMPORT = "import"
+
 
 class JobState(StrEnum):
     """Lifecycle of a tuning job; transitions are checked by `tuning_db.jobs.check_transition`."""
@@ -54,11 +67,16 @@ class RecordIn:
     job_id: str | None = None
     created: datetime | None = None
     format_version: int = STEPS_FORMAT_VERSION
+    origin: str = ORIGIN_LOCAL
 
 
 @dataclass(frozen=True)
 class Record:
-    """A stored measurement. `median` is None for failed candidates (never inf)."""
+    """A stored measurement. `median` is None for failed candidates (never inf).
+
+    `origin` is `ORIGIN_LOCAL` for a measurement made here; an imported one keeps where it came
+    from and never counts towards verification.
+    """
 
     id: int
     workload_key: str
@@ -77,10 +95,15 @@ class Record:
     job_id: str | None
     created: datetime
     format_version: int
+    origin: str = ORIGIN_LOCAL
 
     @property
     def ok(self) -> bool:
         return self.error_code == OK
+
+    @property
+    def local(self) -> bool:
+        return self.origin == ORIGIN_LOCAL
 
     @property
     def steps(self) -> Any:
@@ -140,7 +163,58 @@ class JobInfo:
     created: datetime
     updated: datetime
     owner: str
+    cancelled_by: str = ""
 
     @property
     def finished(self) -> bool:
         return self.state in (JobState.DONE, JobState.FAILED, JobState.CANCELLED)
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Where one schedule stands on a (workload, target): its representative record and counts.
+
+    `cost` (seconds) is the upper median of the local valid records' medians for a verified
+    schedule, of all its valid records otherwise; `record` is the record with that median (None
+    only for a schedule with no valid record). `reason` names the first disqualifying record,
+    e.g. "WRONG_ANSWER: <its error_msg>", or is "".
+    """
+
+    steps_hash: str
+    record: Record | None
+    cost: float | None
+    n_valid: int
+    n_imported: int
+    n_disqualifying: int
+    reason: str
+
+    @property
+    def disqualified(self) -> bool:
+        return self.n_disqualifying > 0
+
+    @property
+    def verified(self) -> bool:
+        return not self.disqualified and self.n_valid >= MIN_VERIFIED
+
+
+@dataclass(frozen=True)
+class RefusedLine:
+    """An imported line that was not stored, and why."""
+
+    line_no: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class ImportReport:
+    """What `import_jsonl` did. `refused` keeps the first `MAX_REFUSED_REPORTED` reasons;
+    `n_refused` counts them all."""
+
+    imported: int
+    duplicates: int
+    refused: tuple[RefusedLine, ...]
+    n_refused: int
+
+
+#: How many refused lines an `ImportReport` lists (a planted file may refuse millions).
+MAX_REFUSED_REPORTED = 1000

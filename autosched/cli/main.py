@@ -1,4 +1,4 @@
-"""`autosched` command line: tune, best, show, export, import, plot (and the service commands).
+"""`autosched` command line: tune, best, show, export, import, verify, plot (and the service commands).
 
 Every command takes `--db URL` (default: `AUTOSCHED_DB_URL`, else the SQLite file under
 ~/.cache/autosched). Service subcommands (serve, worker, submit, status) register themselves
@@ -32,7 +32,7 @@ def _workload(args):
 
 def cmd_tune(args) -> int:
     from autosched.tuning.api import TuneOptions, tune
-    from autosched.tuning.tuner import VERIFY_ROUNDS
+    from tuning_db.types import MIN_VERIFIED
 
     w = _workload(args)
     print(f"tuning {w.name}{tuple(w.args)} key={w.key} target={args.target} trials={args.trials} "
@@ -50,9 +50,14 @@ def cmd_tune(args) -> int:
           f"({r.measured} measured, {r.reused} reused from the database) in {r.seconds:.1f} s")
     if r.transferred:
         print(f"started from {r.transferred} schedules moved from the same operator's best at other shapes")
-    if r.verified:
-        print(f"verified: the best {len(r.verified)} schedules measured {1 + VERIFY_ROUNDS} times each; the "
-              f"best by its median wins (the run's fastest single measurement: {r.curve[-1][1]:.1f} GFLOP/s)")
+    if r.best_verified:
+        print(f"verified: {len(r.verified)} schedules have {MIN_VERIFIED}+ valid measurements each; the best by "
+              f"its median wins (the run's fastest single measurement: {r.curve[-1][1]:.1f} GFLOP/s)")
+    else:
+        print(f"unverified: the best has fewer than {MIN_VERIFIED} valid measurements (verification off or "
+              f"stopped); `autosched verify {w.key}` measures it again")
+    if r.disqualified:
+        print(f"ruled out: {r.disqualified} schedules failed their check or crashed and are never served")
     print(f"errors: {r.errors or 'none'}")
     print(f"workload key: {w.key}")
     if args.plot:
@@ -87,10 +92,18 @@ def cmd_best(args) -> int:
         print(f"no tuned schedule for workload {args.key} on target {tk}", file=sys.stderr)
         return 2
     w = db.workload(args.key)
-    gf = (w.flops / rec.median / 1e9) if w and rec.median else 0.0
-    print(json.dumps({"workload_key": rec.workload_key, "target": rec.target_key, "median_ms": rec.median * 1e3,
-                      "gflops": round(gf, 2), "host": rec.host, "created": rec.created.isoformat(),
+    st = db.standing(args.key, tk, rec.steps_hash)
+    cost = st.cost if st is not None and st.cost is not None else rec.median
+    gf = (w.flops / cost / 1e9) if w and cost else 0.0
+    print(json.dumps({"workload_key": rec.workload_key, "target": rec.target_key, "median_ms": cost * 1e3,
+                      "gflops": round(gf, 2), "verified": bool(st and st.verified),
+                      "valid_measurements": st.n_valid if st else 0,
+                      "imported_measurements": st.n_imported if st else 0, "origin": rec.origin or "local",
+                      "host": rec.host, "created": rec.created.isoformat(),
                       "steps": json.loads(rec.steps_json)}, indent=2))
+    if st is not None and not st.verified:
+        print(f"warning: unverified ({st.n_valid} valid measurements here); `autosched verify {args.key}` "
+              "measures it again", file=sys.stderr)
     return 0
 
 
@@ -109,7 +122,14 @@ def cmd_show(args) -> int:
     w = Workload.from_json(info.spec)
     s, a = schedule_from_steps(w, rec.steps_json)
     src, func = render(s, a, tk)
-    print(f"# {w.name}{tuple(w.args)}  best {rec.median * 1e3:.4f} ms on {tk}")
+    st = db.standing(args.key, tk, rec.steps_hash)
+    status = "verified" if st is not None and st.verified else "UNVERIFIED"
+    cost = st.cost if st is not None and st.cost is not None else rec.median
+    print(f"# {w.name}{tuple(w.args)}  best {cost * 1e3:.4f} ms on {tk} ({status}, "
+          f"{st.n_valid if st else 0} valid measurements here)")
+    out = [x for x in db.standings(args.key, tk, include_disqualified=True) if x.disqualified]
+    for x in out:
+        print(f"# ruled out {x.steps_hash[:12]}: {x.n_disqualifying} failed checks; {x.reason[:200]}")
     print("# schedule as primitive calls:")
     print(s.as_python())
     print("\n# loop nest:")
@@ -128,9 +148,38 @@ def cmd_export(args) -> int:
 
 
 def cmd_import(args) -> int:
+    from autosched.tuning.imports import import_records
+
     db = _db(args)
-    n = db.import_jsonl(args.file)
-    print(f"imported {n} records from {args.file}")
+    rep = import_records(db, args.file)
+    print(f"imported {rep.imported} records from {args.file} ({rep.duplicates} duplicates skipped, "
+          f"{rep.n_refused} lines refused); imported records are unverified until `autosched verify`")
+    for ref in rep.refused[:50]:
+        print(f"  line {ref.line_no}: {ref.reason}", file=sys.stderr)
+    if rep.n_refused > 50:
+        print(f"  ... and {rep.n_refused - 50} more refused lines", file=sys.stderr)
+    return 1 if rep.n_refused else 0
+
+
+def cmd_verify(args) -> int:
+    from autosched.tuning.verify import verify_schedules
+    from autosched.workload import Workload
+
+    db = _db(args)
+    info = db.workload(args.key)
+    if info is None:
+        print(f"unknown workload key {args.key}", file=sys.stderr)
+        return 2
+    tk = _target_key(db, args.key, args.target)
+    rep = verify_schedules(db, Workload.from_json(info.spec), tk, top=args.top, runner=args.runner)
+    for c in rep.checked:
+        cost = f"{c.median * 1e3:.4f} ms" if c.median is not None else "-"
+        state = "verified" if c.verified else ("RULED OUT" if c.error.startswith("ruled out") else "unverified")
+        print(f"{c.steps_hash[:12]}  {cost:>12}  {state:10}  {c.n_valid} valid  {c.error}")
+    if rep.best is None:
+        print("no schedule left to serve: every candidate was ruled out", file=sys.stderr)
+        return 1
+    print(f"best: {rep.best.steps_hash[:12]}")
     return 0
 
 
@@ -174,7 +223,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--batch-size", type=int, default=16)
     t.add_argument("--early-stopping", type=int, default=None)
     t.add_argument("--verify", type=int, default=4,
-                   help="re-measure this many of the best schedules at the end; the best median wins (0: off)")
+                   help="bring this many of the best schedules to three valid measurements at the end; "
+                        "the best median wins (0: off, the best is then unverified)")
     t.add_argument("--no-transfer", action="store_true",
                    help="do not start from the best stored schedules of the same operator at other shapes")
     t.add_argument("--runner", default=None, help="'ray' for an embedded Ray cluster, or HOST:PORT of one")
@@ -196,6 +246,12 @@ def build_parser() -> argparse.ArgumentParser:
     i = sub.add_parser("import", help="import records from JSON lines")
     i.add_argument("file")
     i.set_defaults(fn=cmd_import)
+    v = sub.add_parser("verify", help="re-measure the best stored schedules of a workload key here")
+    v.add_argument("key")
+    v.add_argument("--target", default="cpu")
+    v.add_argument("--top", type=int, default=5, help="how many of the best candidates to re-measure")
+    v.add_argument("--runner", default=None, help="'ray' or HOST:PORT to measure on a Ray cluster")
+    v.set_defaults(fn=cmd_verify)
     pl = sub.add_parser("plot", help="tuning curve of a workload from its records (PNG)")
     pl.add_argument("key")
     pl.add_argument("--target", default="cpu")

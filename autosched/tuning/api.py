@@ -14,6 +14,7 @@ import json
 import math
 import os
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -34,19 +35,23 @@ from autosched.tuning.progress import TuneProgress
 from autosched.tuning.protocols import CostModel, Database, Measurer, SearchSpace
 from autosched.tuning.task_scheduler import TaskScheduler
 from autosched.tuning.transfer import transfer_seeds
-from autosched.tuning.tuner import TaskTuner, TuneResult, make_cost_model
+from autosched.tuning.tuner import Prior, TaskTuner, TuneResult, make_cost_model
 from autosched.workload import Workload
 from tuning_db import TuningDB
-from tuning_db.ranking import upper_median
 from tuning_db.settings import db_settings_from_env
-from tuning_db.types import RecordIn
+from tuning_db.types import DISQUALIFYING, MIN_VERIFIED, ORIGIN_LOCAL, RecordIn
 
-__all__ = ["NoTunedScheduleError", "Session", "TuneOptions", "TuneResult", "apply_best", "known_costs", "open_db",
+__all__ = ["NoTunedScheduleError", "Session", "TuneOptions", "TuneResult", "UnverifiedScheduleWarning", "apply_best",
+           "known_schedules", "open_db",
            "plot_curves", "tune", "tune_many"]
 
 
 class NoTunedScheduleError(LookupError):
     """The database holds no valid record for this workload and target."""
+
+
+class UnverifiedScheduleWarning(UserWarning):
+    """The schedule served has fewer than MIN_VERIFIED valid measurements on this target."""
 
 
 def as_workload(w: Workload | Sequence[Tensor] | str, *args: Any) -> Workload:
@@ -72,20 +77,26 @@ def register(db: Database, w: Workload, target: Target) -> None:
     db.ensure_target(target.key, target.kind, {"kind": target.kind, "device": target.device, "cores": target.cores})
 
 
-def known_costs(db: Database, workload_key: str, target_key: str) -> dict[str, float]:
-    """steps hash -> cost of every schedule the database holds for (workload, target): what a run
-    reuses instead of measuring again (resume).
+def known_schedules(db: Database, workload_key: str, target_key: str) -> dict[str, Prior]:
+    """steps hash -> what the database holds of every schedule for (workload, target): what a run
+    reuses instead of measuring again (resume), and what it must never pick.
 
-    The rule, the same for `tune` and `tune_many`: a record counts only if it succeeded with a
-    finite, positive median (a zero or non-finite cost is no measurement: the tuner divides FLOPs by
-    it), and a schedule stored several times costs the upper median of its records, as the database
-    ranks it (`tuning_db.ranking`), so the reused cost is the one `apply_best` would judge by.
+    The rule, the same for `tune` and `tune_many`: a schedule with any wrong-answer, runtime-error or
+    crash record is ruled out; a valid record counts only if it was measured by this database's
+    tuners (imported records are unverified: a schedule known only from an import is measured
+    again) with a finite, positive median (a zero or non-finite cost is no measurement).
     """
-    medians: dict[str, list[float]] = {}
-    for r in db.records(workload_key, target_key, ok_only=True):
-        if r.median is not None and math.isfinite(r.median) and r.median > 0:
-            medians.setdefault(r.steps_hash, []).append(r.median)
-    return {h: upper_median(m) for h, m in medians.items()}
+    local: dict[str, list[float]] = {}
+    ruled_out: set[str] = set()
+    for r in db.records(workload_key, target_key):
+        if r.error_code in DISQUALIFYING:
+            ruled_out.add(r.steps_hash)
+        elif (r.ok and r.origin == ORIGIN_LOCAL and r.median is not None and math.isfinite(r.median)
+              and r.median > 0):
+            local.setdefault(r.steps_hash, []).append(r.median)
+    known = {h: Prior(tuple(m)) for h, m in local.items()}
+    known.update({h: Prior(disqualified=True) for h in ruled_out})
+    return known
 
 
 class RecordToDB:
@@ -174,7 +185,7 @@ def add_transfer_seeds(task: TaskTuner, db: Database) -> None:
         task.add_transfer_seeds(transfer_seeds(db, task.workload, task.target, task.space))
 
 
-def _close(measurer: Any) -> None:
+def close_measurer(measurer: Any) -> None:
     for obj in (getattr(measurer, "runner", None), getattr(measurer, "builder", None)):
         close = getattr(obj, "close", None) or getattr(obj, "shutdown", None)
         if close is not None:
@@ -189,7 +200,7 @@ class Session:
 
     Opens the database, the measurer (builder and runner; every result becomes a record), one cost
     model and the progress display; `task(w)` registers a workload and makes its TaskTuner over
-    them, starting from what the database already knows of it (`known_costs`) and, with the xgb
+    them, starting from what the database already knows of it (`known_schedules`) and, with the xgb
     model and `transfer`, from the same operator's best schedules at other shapes. Several tasks
     share the measurer and the model. Closing the session closes the runner, builder and display.
     """
@@ -217,7 +228,7 @@ class Session:
              check_transfer: bool = True) -> TaskTuner:
         register(self.db, workload, self.target)
         task = TaskTuner(workload, self.target, self.measurer, self.options,
-                         known=known_costs(self.db, workload.key, self.target.key), model=self.model,
+                         known=known_schedules(self.db, workload.key, self.target.key), model=self.model,
                          on_batch=self._after_batch, space=space, check_transfer=check_transfer)
         add_transfer_seeds(task, self.db)
         return task
@@ -233,7 +244,7 @@ class Session:
 
     def close(self) -> None:
         try:
-            _close(self.measurer)
+            close_measurer(self.measurer)
         finally:
             if self.progress is not None:
                 self.progress.close()
@@ -256,8 +267,9 @@ def tune(workload: Workload | Sequence[Tensor] | str, target: str | Target = "cp
     `on_batch(task)` is called after every batch (progress: `task.trials`, `task.best_cost`,
     `task.curve`); `should_stop()` is checked between batches, so a job can be cancelled cleanly.
     `template(cfg, s, tensors)` replaces the generated sketch space with an expert template
-    (see `autosched.space.template`). At the end the `verify` best schedules are measured twice
-    more, back to back, and the best by the median of its measurements wins (`TaskTuner.verify`).
+    (see `autosched.space.template`). At the end the `verify` best schedules are brought to
+    MIN_VERIFIED measurements each, back to back, and the best by the median of its measurements
+    wins (`TaskTuner.verify`); a schedule that ever fails its check is ruled out for good.
     With the xgb model, the knowledge of other workloads in the database is used twice: the model
     is warm-started from their records, and (`transfer`) the best schedules of the same operator at
     other shapes are measured first (`autosched.tuning.transfer`). Without a model a run uses its
@@ -313,7 +325,9 @@ def tune_many(workloads: Sequence[Workload], target: str | Target = "cpu", trial
 
 def apply_best(workload: Workload | Sequence[Tensor] | str, target: str | Target = "cpu", *,
                db: TuningDB | str | None = None) -> BuiltKernel:
-    """The built kernel of the best record for (workload, target); says so plainly when there is none."""
+    """The built kernel of the best schedule for (workload, target); says so plainly when there is
+    none. A schedule that ever failed its check is never served (`TuningDB.best`); an unverified
+    best (fewer than MIN_VERIFIED measurements here, e.g. imported) is served with a warning."""
     w = as_workload(workload)
     tgt = Target.parse(target)
     database = open_db(db)
@@ -322,6 +336,11 @@ def apply_best(workload: Workload | Sequence[Tensor] | str, target: str | Target
         raise NoTunedScheduleError(
             f"no tuned schedule for workload {w.name} (key {w.key[:16]}...) on target {tgt.key!r}; "
             f"run `autosched tune` for it first")
+    standing = database.standing(w.key, tgt.key, rec.steps_hash)
+    if standing is not None and not standing.verified:
+        warnings.warn(f"the best schedule for {w.name} on {tgt.key!r} is unverified ({standing.n_valid} valid "
+                      f"measurements here, {MIN_VERIFIED} needed); `autosched verify {w.key}` re-measures it",
+                      UnverifiedScheduleWarning, stacklevel=2)
     s, args = schedule_from_steps(w, rec.steps_json)
     return build(s, args, tgt)
 

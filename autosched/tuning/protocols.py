@@ -17,7 +17,7 @@ from autosched.compile.types import MeasureInput
 from autosched.measure.types import MeasureResult
 from autosched.schedule.schedule import Schedule
 from autosched.space.knobs import ConfigSpace
-from tuning_db.types import Record, RecordIn, TargetInfo, WorkloadInfo
+from tuning_db.types import Record, RecordIn, Standing, TargetInfo, WorkloadInfo
 
 Config = tuple[int, ...]
 """A point of a search space: one choice index per knob."""
@@ -87,3 +87,8 @@ class Database(Protocol):
     def best(self, workload_key: str, target_key: str) -> Record | None: ...
 
     def top_k(self, workload_key: str, target_key: str, k: int) -> list[Record]: ...
+
+    def standing(self, workload_key: str, target_key: str, steps_hash: str) -> Standing | None: ...
+
+    def standings(self, workload_key: str, target_key: str, k: int | None = None, *,
+                  include_disqualified: bool = False) -> list[Standing]: ...

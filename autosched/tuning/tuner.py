@@ -29,6 +29,7 @@ from autosched.tuning.options import TuneOptions
 from autosched.tuning.protocols import Config, CostModel, Measurer, SearchSpace
 from autosched.workload import Workload
 from tuning_db.ranking import upper_median  # how the database judges a re-measured schedule
+from tuning_db.types import DISQUALIFYING, MIN_VERIFIED
 
 
 @dataclass
@@ -48,6 +49,11 @@ class TuneResult:
     `best_cost` is then the best of these, which can be slower than the curve's lucky last point."""
     transferred: int = 0
     """Schedules of other workloads (same operator, other shapes) the run started from."""
+    best_verified: bool = False
+    """The best has at least MIN_VERIFIED valid measurements here (False: verification was off, the
+    run was stopped, or every contender failed to reach them): the database serves it as unverified."""
+    disqualified: int = 0
+    """Schedules ruled out for good because a measurement of theirs failed its check or crashed."""
 
     @property
     def best_gflops(self) -> float:
@@ -62,11 +68,18 @@ model that orders this workload's schedules worse than a coin does; a higher bar
 helpful records (see docs/decisions/transferred-records-check.md)."""
 
 
-VERIFY_ROUNDS = 2
-"""Re-measurements of each verified schedule (with its first measurement: a median of three)."""
 VERIFY_PASSES = 3
-"""Passes of `TaskTuner.verify`: a pass re-measures the schedules measured once that are still faster
+"""Passes of `TaskTuner.verify`: a pass re-measures the unverified schedules that are still faster
 than the verified best, so the result is what the database's ranking picks."""
+
+
+@dataclass(frozen=True)
+class Prior:
+    """What the database already holds of one schedule on this target: the medians of its valid
+    local measurements (imported ones are not trusted here) and whether it ever failed a check."""
+
+    local: tuple[float, ...] = ()
+    disqualified: bool = False
 RAMP_MIN_BATCH = 8
 """First batches of a model-guided run (then half of the trials so far, up to the batch size):
 small early batches let the model learn from its first picks sooner
@@ -85,7 +98,7 @@ class TaskTuner:
     """Tunes one workload on one target; `step(n)` runs one batch and can be interleaved with others."""
 
     def __init__(self, workload: Workload, target: Target, measurer: Measurer, options: TuneOptions,
-                 known: dict[str, float] | None = None, model: CostModel | None = None,
+                 known: dict[str, Prior | float] | None = None, model: CostModel | None = None,
                  on_batch: Callable[[TaskTuner], None] | None = None, space: SearchSpace | None = None,
                  check_transfer: bool = True) -> None:
         self.workload, self.target, self.measurer, self.options = workload, target, measurer, options
@@ -106,7 +119,17 @@ class TaskTuner:
         seeds = getattr(self.space, "seeds", ())
         if seeds:
             self.searcher.add_seeds(self.config_space.index_of(v) for v in seeds)
-        self.known = dict(known or {})  # steps_hash -> cost from the database
+        self.known: dict[str, float] = {}  # steps_hash -> cost reused instead of measuring (inf: ruled out)
+        self._costs: dict[str, list[float]] = {}  # steps hash -> every valid local cost, stored or this run's
+        self.disqualified: set[str] = set()
+        for h, prior in (known or {}).items():
+            prior = prior if isinstance(prior, Prior) else Prior((float(prior),))
+            if prior.disqualified:
+                self.disqualified.add(h)
+                self.known[h] = math.inf
+            elif prior.local:
+                self._costs[h] = list(prior.local)
+                self.known[h] = upper_median(prior.local)
         self.on_batch = on_batch
         self.best_cost, self.best_steps = math.inf, None
         self.curve: list[tuple[int, float]] = []
@@ -114,8 +137,8 @@ class TaskTuner:
         self.errors: dict[str, int] = {}
         self._since_improvement = 0
         self.evaluated: dict[str, tuple[float, str]] = {}  # steps hash -> (cost, steps JSON), valid ones
-        self._costs: dict[str, list[float]] = {}  # steps hash -> every valid cost seen in this run
         self.verified: dict[str, float] = {}
+        self.best_verified = False
         self.transfer_seeds: list[Config] = []
 
     def add_transfer_seeds(self, configs: Sequence[Config]) -> None:
@@ -162,6 +185,8 @@ class TaskTuner:
             if c.steps_hash in self.known:
                 costs[k] = self.known[c.steps_hash]
                 self.reused += 1
+                if c.steps_hash in self.disqualified:
+                    self._count_error("DISQUALIFIED")
                 continue
             to_measure.append((k, MeasureInput(self.workload.key, self.workload.to_json(), self.target.key,
                                                c.steps_json)))
@@ -172,22 +197,22 @@ class TaskTuner:
                 if res.ok:
                     costs[k] = res.median
                     h = self.cands.get(configs[k]).steps_hash
-                    self.known[h] = res.median
+                    if h not in self.disqualified:
+                        self.known[h] = res.median
                     # two knob settings can give one schedule: both measurements count, as in the database
                     self._costs.setdefault(h, []).append(res.median)
                 else:
-                    name = ErrorCode(res.error_code).name
-                    self.errors[name] = self.errors.get(name, 0) + 1
+                    self._failed(self.cands.get(configs[k]).steps_hash, res)
+        # a schedule measured under two knob settings in one batch, fine once and wrong once, is out
+        costs = [math.inf if self.cands.get(cfg).ok and self.cands.get(cfg).steps_hash in self.disqualified else x
+                 for cfg, x in zip(configs, costs)]
         self.searcher.update(configs, costs)
         improved = False
         for cfg, cost in zip(configs, costs):
             self.trials += 1
+            c = self.cands.get(cfg)
             if math.isfinite(cost):
-                c = self.cands.get(cfg)
-                seen = self._costs.setdefault(c.steps_hash, [])
-                if not seen:
-                    seen.append(cost)  # reused from the database
-                self.evaluated[c.steps_hash] = (upper_median(seen), c.steps_json)
+                self.evaluated[c.steps_hash] = (upper_median(self._costs[c.steps_hash]), c.steps_json)
             if cost < self.best_cost:
                 self.best_cost, self.best_steps = cost, self.cands.get(cfg).steps_json
                 improved = True
@@ -229,49 +254,88 @@ class TaskTuner:
             self.model.keep_only_group(key)
             self.transfer_dropped = True
 
+    def _count_error(self, name: str) -> None:
+        self.errors[name] = self.errors.get(name, 0) + 1
+
+    def _failed(self, steps_hash: str, res: MeasureResult) -> None:
+        """Count a failed measurement; a wrong answer, runtime error or crash rules the schedule out
+        for good, as the database does (a racy kernel is right once and wrong the next time)."""
+        self._count_error(ErrorCode(res.error_code).name)
+        if int(res.error_code) in DISQUALIFYING:
+            self._disqualify(steps_hash)
+
+    def _disqualify(self, steps_hash: str) -> None:
+        self.disqualified.add(steps_hash)
+        self.known[steps_hash] = math.inf
+        self.verified.pop(steps_hash, None)
+        gone = self.evaluated.pop(steps_hash, None)
+        if gone is not None and gone[1] == self.best_steps:
+            self.best_cost, self.best_steps = math.inf, None
+            if self.evaluated:
+                h = min(self.evaluated, key=lambda x: (self.evaluated[x][0], x))
+                self.best_cost, self.best_steps = self.evaluated[h]
+
+    def _n_valid(self, steps_hash: str) -> int:
+        return len(self._costs.get(steps_hash, ()))
+
     def verify(self) -> None:
-        """Re-measure the `options.verify` best schedules VERIFY_ROUNDS times, all of them back to back
-        in each round, and make the best by the median of each one's measurements the result.
+        """Bring the best schedules to MIN_VERIFIED valid measurements, all of them back to back in
+        each round, and make the best by the median of each one's measurements the result.
 
         Why: candidates are measured minutes apart, and on a shared machine one measurement can be
         lucky, so the fastest single measurement is the luckiest of the near-equal top schedules,
-        not the fastest (see docs/decisions/verify-by-median.md). The
-        re-measurements are stored like any other, and the database judges a schedule by all its
-        records the same way (`tuning_db.ranking`), so `apply_best` agrees with this result. A failed
-        re-measurement is counted as an error and leaves that schedule judged by the others.
+        not the fastest (see docs/decisions/verify-by-median.md). The re-measurements are stored
+        like any other and the database ranks schedules by the same rule (`tuning_db.ranking`), so
+        `apply_best` agrees with this result. A re-measurement that fails its check or crashes
+        rules that schedule out for good; the passes go on until no unverified schedule is faster
+        than the verified best (at most VERIFY_PASSES).
         """
         k = self.options.verify
-        if k <= 0 or len(self.evaluated) < 2:
+        if k > 0 and self.evaluated:
+            for _ in range(VERIFY_PASSES):
+                todo = self._contenders(k)
+                if not todo:
+                    break
+                self._remeasure(todo)
+        self.verified = {h: c for h, (c, _) in self.evaluated.items() if self._n_valid(h) >= MIN_VERIFIED}
+        pool = self.verified or {h: c for h, (c, _) in self.evaluated.items()}
+        if not pool:
+            self.best_cost, self.best_steps = math.inf, None
             return
-        by_cost = sorted(self.evaluated, key=lambda h: (self.evaluated[h][0], h))
-        todo = by_cost[:k]
-        for _ in range(VERIFY_PASSES):
-            samples = {h: self._costs[h] for h in todo}
-            for r in range(VERIFY_ROUNDS):
-                order = todo[r % len(todo):] + todo[: r % len(todo)]  # rotate: none always goes first
-                inputs = [MeasureInput(self.workload.key, self.workload.to_json(), self.target.key,
-                                       self.evaluated[h][1]) for h in order]
-                for h, res in zip(order, self.measurer.measure(inputs)):
-                    self.measured += 1
-                    if res.ok:
-                        samples[h].append(res.median)
-                    else:
-                        name = ErrorCode(res.error_code).name
-                        self.errors[name] = self.errors.get(name, 0) + 1
-            self.verified.update({h: upper_median(v) for h, v in samples.items()})
-            best = min(self.verified.values())
-            # a schedule measured once and faster than the verified best would win by that one measurement
-            todo = [h for h in by_cost if h not in self.verified and self.evaluated[h][0] < best][:k]
-            if not todo:
+        win = min(pool, key=lambda h: (pool[h], h))
+        self.best_cost, self.best_steps = pool[win], self.evaluated[win][1]
+        self.best_verified = bool(self.verified)
+
+    def _contenders(self, k: int) -> list[str]:
+        """Up to k unverified schedules faster than the best verified one, fastest first."""
+        ranked = sorted(self.evaluated, key=lambda h: (self.evaluated[h][0], h))
+        settled = [h for h in ranked if self._n_valid(h) >= MIN_VERIFIED]
+        bar = self.evaluated[settled[0]][0] if settled else math.inf
+        return [h for h in ranked if self._n_valid(h) < MIN_VERIFIED and self.evaluated[h][0] < bar][:k]
+
+    def _remeasure(self, todo: list[str]) -> None:
+        need = {h: MIN_VERIFIED - self._n_valid(h) for h in todo}
+        for r in range(max(need.values())):
+            batch = [h for h in todo if need[h] > r and h not in self.disqualified]
+            if not batch:
                 break
-        win = min(self.evaluated, key=lambda h: (self.verified.get(h, self.evaluated[h][0]), h))
-        self.best_cost = self.verified.get(win, self.evaluated[win][0])
-        self.best_steps = self.evaluated[win][1]
+            order = batch[r % len(batch):] + batch[: r % len(batch)]  # rotate: none always goes first
+            inputs = [MeasureInput(self.workload.key, self.workload.to_json(), self.target.key,
+                                   self.evaluated[h][1]) for h in order]
+            for h, res in zip(order, self.measurer.measure(inputs)):
+                self.measured += 1
+                if res.ok:
+                    self._costs[h].append(res.median)
+                else:
+                    self._failed(h, res)
+        for h in todo:
+            if h in self.evaluated:
+                self.evaluated[h] = (upper_median(self._costs[h]), self.evaluated[h][1])
 
     def result(self, seconds: float) -> TuneResult:
         return TuneResult(self.workload, self.target.key, self.best_cost, self.best_steps, self.curve,
                           self.trials, self.measured, self.reused, self.errors, seconds, dict(self.verified),
-                          len(self.transfer_seeds))
+                          len(self.transfer_seeds), self.best_verified, len(self.disqualified))
 
     def run(self, should_stop: Callable[[], bool] | None = None) -> TuneResult:
         t0 = time.perf_counter()

@@ -18,7 +18,7 @@ from autosched.target.key import Target
 from autosched.tuning import api
 from autosched.tuning.options import TuneOptions
 from autosched.tuning.protocols import CostModel, Database, Measurer, SearchSpace
-from autosched.tuning.tuner import TaskTuner
+from autosched.tuning.tuner import Prior, TaskTuner
 from autosched.workload import Workload
 
 
@@ -54,8 +54,8 @@ def test_tune_many_refuses_a_template():
         asc.tune_many([Workload.create("matmul", 8, 8, 8)], "cpu", 4, template=lambda *a: None)
 
 
-def _rec(h: str, median: float | None):
-    return SimpleNamespace(steps_hash=h, median=median)
+def _rec(h: str, median: float | None, error_code: int = 0, origin: str = ""):
+    return SimpleNamespace(steps_hash=h, median=median, error_code=error_code, origin=origin, ok=error_code == 0)
 
 
 class _FakeDB:
@@ -66,25 +66,30 @@ class _FakeDB:
         return list(self._records)
 
 
-def test_known_costs_skips_non_measurements_and_judges_repeats_like_the_database():
+def test_known_schedules_skip_non_measurements_imports_and_rule_out_failed_checks():
     db = _FakeDB([_rec("a", 2.0), _rec("a", 1.0), _rec("a", 3.0), _rec("b", 0.0), _rec("c", None),
-                  _rec("d", math.inf), _rec("e", 5.0), _rec("f", 4.0), _rec("f", 1.0)])
-    # a: middle of three; f: the slower of two (upper median); b, c, d: no measurement
-    assert api.known_costs(db, "w", "t") == {"a": 2.0, "e": 5.0, "f": 4.0}
+                  _rec("d", math.inf), _rec("e", 5.0), _rec("f", 4.0), _rec("f", 1.0),
+                  _rec("g", 1e-9, origin="import"), _rec("h", 1.0), _rec("h", None, error_code=6),
+                  _rec("i", None, error_code=2)])
+    known = api.known_schedules(db, "w", "t")
+    # b, c, d: no measurement; g: imported, measured again here; i: a compile error rules nothing out
+    assert set(known) == {"a", "e", "f", "h"}
+    assert known["a"] == Prior((2.0, 1.0, 3.0)) and known["f"] == Prior((4.0, 1.0))
+    assert known["h"].disqualified  # a wrong answer: never reused, never served
 
 
 def test_tune_and_tune_many_reuse_the_same_records(tmp_path, monkeypatch):
-    """Both wire their tasks through Session.task, so both start from known_costs."""
+    """Both wire their tasks through Session.task, so both start from known_schedules."""
     url = f"sqlite:///{tmp_path}/k.db"
     w = Workload.create("matmul", 16, 16, 16)
     asc.tune(w, "cpu", 6, db=url, batch_size=6, progress=False, cost_model=None, searcher="random", verify=0)
     seen = []
-    real = api.known_costs
-    monkeypatch.setattr(api, "known_costs", lambda *a: seen.append(real(*a)) or seen[-1])
+    real = api.known_schedules
+    monkeypatch.setattr(api, "known_schedules", lambda *a: seen.append(real(*a)) or seen[-1])
     asc.tune(w, "cpu", 6, db=url, batch_size=6, progress=False, cost_model=None, searcher="random", verify=0)
     asc.tune_many([w], "cpu", 6, db=url, batch_size=6, progress=False, cost_model=None, searcher="random",
                   verify=0)
-    # both asked known_costs (the second run's new records are known to tune_many too)
+    # both asked known_schedules (the second run's new records are known to tune_many too)
     assert len(seen) == 2 and seen[0] and set(seen[0]) <= set(seen[1])
 
 

@@ -2,6 +2,8 @@
 
 The workers start together on an *empty* database, so they also race to migrate the schema and to
 register the same workload and target: exactly the situation of several tuners started at once.
+They also re-measure the same few schedules in every batch (one of them gets a wrong answer), so
+the per-schedule standings are written by all of them at once and must still equal a recount.
 """
 
 from __future__ import annotations
@@ -12,11 +14,22 @@ import traceback
 
 import pytest
 
+from tests.support.db_standings import as_rows, expected_standings
 from tuning_db import RecordIn, TuningDB
 
 WORKERS = 8
 PER_WORKER = 60
 SHARED_W, SHARED_T = "c" * 64, "cpu-shared"
+SHARED_SCHEDULES = 4  # re-measured by every worker in every batch; the last gets a wrong answer from worker 3
+
+
+def _shared(worker: int, batch: int) -> list[RecordIn]:
+    recs = [RecordIn(SHARED_W, SHARED_T, [{"shared": j}], costs=(2e-3 + 1e-4 * j + 1e-6 * (worker + batch),),
+                     worker_id=f"w{worker}") for j in range(SHARED_SCHEDULES)]
+    if worker == 3 and batch == 2:
+        recs.append(RecordIn(SHARED_W, SHARED_T, [{"shared": SHARED_SCHEDULES - 1}], error_code=6,
+                             error_msg="wrong answer"))
+    return recs
 
 
 def _writer(url: str, worker: int, barrier: object, out: object) -> None:
@@ -41,7 +54,8 @@ def _writer(url: str, worker: int, barrier: object, out: object) -> None:
             for i in range(PER_WORKER)
         ]
         for start in range(0, PER_WORKER - 10, 10):
-            ids += db.commit_records(recs[start : start + 10])
+            batch = recs[start : start + 10]
+            ids += db.commit_records(batch + _shared(worker, start // 10))[: len(batch)]
             db.update_job(job.id, state="running", trials_done=len(ids))
         for r in recs[len(ids) :]:
             ids.append(db.commit_record(r))
@@ -75,12 +89,18 @@ def test_eight_processes_lose_nothing(empty_db_url: str) -> None:
 
     all_ids = [i for ids in results.values() for i in ids]
     assert len(all_ids) == WORKERS * PER_WORKER == len(set(all_ids))
+    n_shared = WORKERS * (PER_WORKER // 10 - 1) * SHARED_SCHEDULES + 1
     with TuningDB(empty_db_url) as db:
-        assert db.count_records() == WORKERS * PER_WORKER
-        assert len(db.measured_step_hashes(SHARED_W, SHARED_T)) == WORKERS * PER_WORKER
-        assert sorted(r.id for r in db.records()) == sorted(all_ids)
+        assert db.count_records() == WORKERS * PER_WORKER + n_shared
+        assert len(db.measured_step_hashes(SHARED_W, SHARED_T)) == WORKERS * PER_WORKER + SHARED_SCHEDULES
+        assert set(all_ids) <= {r.id for r in db.records()}
         assert len(db.workloads()) == 1 and len(db.targets()) == 1
         jobs = db.list_jobs()
         assert len(jobs) == WORKERS and all(j.state == "done" and j.trials_done == PER_WORKER for j in jobs)
-        best = db.best(SHARED_W, SHARED_T)
-        assert best is not None and best.steps == [{"worker": 0, "i": 0}]
+        records = db.records(SHARED_W, SHARED_T)
+        got = as_rows(db.standings(SHARED_W, SHARED_T, include_disqualified=True))
+        assert got == expected_standings(records)
+        best = db.best(SHARED_W, SHARED_T)  # verified beats the faster single measurements
+        assert best is not None and best.steps == [{"shared": 0}]
+        assert db.standing(SHARED_W, SHARED_T, best.steps_hash).n_valid == WORKERS * (PER_WORKER // 10 - 1)
+        assert got[-1][-1] == "WRONG_ANSWER: wrong answer"

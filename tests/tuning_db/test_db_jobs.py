@@ -87,6 +87,8 @@ def test_every_listed_transition_is_accepted(db: TuningDB) -> None:
         ({"trials_done": -1}, "trials_done"),
         ({"best_median": float("inf")}, "best_median"),
         ({"error": 3}, "error must be a str"),
+        ({"cancelled_by": None}, "cancelled_by must be a str"),
+        ({"cancelled_by": "x" * 256}, "cancelled_by is longer than 255"),
     ],
 )
 def test_bad_updates_are_rejected(db: TuningDB, fields: dict, match: str) -> None:
@@ -97,3 +99,14 @@ def test_bad_updates_are_rejected(db: TuningDB, fields: dict, match: str) -> Non
     assert db.get_job(job.id) == job
     with pytest.raises(ValueError, match="unknown job id"):
         db.update_job("nope", state="running")
+
+
+def test_cancel_records_who_cancelled(db: TuningDB) -> None:
+    register(db)
+    job = db.create_job(W1, CPU, owner="bob")
+    assert job.cancelled_by == ""
+    cancelled = db.update_job(job.id, state="cancelled", cancelled_by="alice")
+    assert cancelled.state == "cancelled" and cancelled.cancelled_by == "alice" and cancelled.owner == "bob"
+    assert db.get_job(job.id).cancelled_by == "alice" and db.list_jobs("cancelled")[0].cancelled_by == "alice"
+    other = db.create_job(W1, CPU)
+    assert db.update_job(other.id, state="running").cancelled_by == ""

@@ -50,11 +50,11 @@ def test_failed_record_is_stored_without_a_median(db: TuningDB) -> None:
     assert db.count_records(W1, CPU) == 1 and db.count_records(W1, CPU, ok_only=True) == 0
 
 
-@pytest.mark.parametrize("costs", [(), (math.inf,), (1e-3, math.nan), ("fast",)])
-def test_valid_record_needs_finite_costs(db: TuningDB, costs: tuple) -> None:
+@pytest.mark.parametrize("costs", [(), (math.inf,), (1e-3, math.nan), ("fast",), (0.0,), (1e-3, -5.0), (-1e-6,)])
+def test_valid_record_needs_finite_positive_costs(db: TuningDB, costs: tuple) -> None:
     register(db)
-    with pytest.raises(ValueError, match="costs"):
-        db.commit_record(RecordIn(W1, CPU, steps(0), costs=costs))
+    with pytest.raises(ValueError, match="record 1: costs"):
+        db.commit_records([rec(W1, CPU, 0, 1e-3), RecordIn(W1, CPU, steps(1), costs=costs)])
     assert db.count_records() == 0
 
 
@@ -180,16 +180,18 @@ def test_created_timestamp_round_trips(db: TuningDB) -> None:
 
 
 def test_best_is_an_index_seek(db: TuningDB) -> None:
-    """The hot query must use the partial index, not scan or sort the table."""
+    """The hot query reads one range of the per-schedule summary index and the records it returns by
+    primary key: no scan of a workload's records, no sort."""
     register(db)
-    db.commit_records([rec(W1, CPU, i, 1e-3 * (1 + i % 5)) for i in range(50)])
+    db.commit_records([rec(W1, CPU, i % 20, 1e-3 * (1 + i % 5)) for i in range(200)])
     stmt = db._best.params(wk=W1, tk=CPU, n=8)  # the exact statement best() runs
     sql = str(stmt.compile(dialect=db.engine.dialect, compile_kwargs={"literal_binds": True}))
     with db.engine.connect() as conn:
         if conn.dialect.name == "sqlite":
             plan = " ".join(str(r[-1]) for r in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + sql))
-            assert "USING INDEX ix_records_best" in plan and "TEMP B-TREE" not in plan, plan
+            assert "USING INDEX ix_schedules_best" in plan and "TEMP B-TREE" not in plan, plan
+            assert "SCAN" not in plan and "INTEGER PRIMARY KEY" in plan, plan
         else:
             conn.execute(text("SET enable_seqscan = off"))  # tiny table: make the planner show its hand
             plan = " ".join(r[0] for r in conn.exec_driver_sql("EXPLAIN " + sql))
-            assert "ix_records_best" in plan and "Sort" not in plan, plan
+            assert "ix_schedules_best" in plan and "Sort" not in plan and "pk_records" in plan, plan
