@@ -86,20 +86,23 @@ class Lowerer:
             if st.attach[0] == "at":
                 _, tname, lname = st.attach
                 if tname not in self.stages:
-                    raise ScheduleError(f"stage {st.name!r} is computed at unknown stage {tname!r}")
+                    raise ScheduleError(f"compute_at: stage {st.name!r} is computed at loop {lname!r} of unknown stage "
+                                        f"{tname!r}")
                 target = self.stages[tname]
                 if target.attach == ("inline",):
-                    raise ScheduleError(f"stage {st.name!r} is computed at {tname!r}, which is inlined")
+                    raise ScheduleError(f"compute_at: stage {st.name!r} is computed at {tname!r} loop {lname!r}, but "
+                                        f"{tname!r} is inlined")
                 if lname not in [lp.name for lp in target.leaf_loops]:
-                    raise ScheduleError(f"stage {st.name!r} is computed at loop {lname!r} of {tname!r}, which is "
-                                        f"no longer a loop of it (split/fused later?); loops: "
+                    raise ScheduleError(f"compute_at: stage {st.name!r} is computed at loop {lname!r} of {tname!r}, "
+                                        f"which is no longer a loop of it (split/fused later?); loops: "
                                         f"{[lp.name for lp in target.leaf_loops]}")
                 self.children.setdefault((tname, lname), []).append(st.name)
         for st in self.state.stages:  # cycles in the attach tree
             seen, cur = set(), st
             while cur.attach[0] == "at":
                 if cur.name in seen:
-                    raise ScheduleError(f"compute_at forms a cycle through stage {st.name!r}")
+                    raise ScheduleError(f"compute_at forms a cycle through stage {st.name!r} (computed at "
+                                        f"{st.attach[1]!r} loop {st.attach[2]!r})")
                 seen.add(cur.name)
                 cur = self.stages[cur.attach[1]]
 
@@ -146,8 +149,8 @@ class Lowerer:
         if name in self.info:
             return self.info[name]
         if name in self._busy:
-            raise ScheduleError(f"cannot infer the bounds of stage {name!r}: its compute_at placement "
-                                "depends on itself")
+            raise ScheduleError(f"compute_at: cannot infer the bounds of stage {name!r}: its placement at "
+                                f"{self.stages[name].attach[1:]!r} (stage, loop) depends on itself")
         self._busy.add(name)
         st = self.stages[name]
         shape = list(st.op.shape)
@@ -183,7 +186,8 @@ class Lowerer:
         his: list[list[Expr]] = [[] for _ in shape]
         readers = self.readers(st.name)
         if not readers:
-            raise ScheduleError(f"stage {st.name!r} is computed at {tname!r} but nothing reads it")
+            raise ScheduleError(f"compute_at: stage {st.name!r} is computed at {tname!r} loop {lname!r} but nothing "
+                                "reads it")
         for q in readers:
             self._check_inside(st, q, tname, lname)
             qi = self.info_of(q.name)
@@ -228,7 +232,7 @@ class Lowerer:
         for chain_st, lp in self.enclosing(q.name):
             if chain_st == tname and [x.name for x in target.leaf_loops].index(lp.name) >= pos:
                 return
-        raise ScheduleError(f"stage {st.name!r} is computed at {tname!r} loop {lname!r}, but its reader "
+        raise ScheduleError(f"compute_at: stage {st.name!r} is computed at {tname!r} loop {lname!r}, but its reader "
                             f"{q.name!r} is not computed inside that loop")
 
     # ---- buffers and reads --------------------------------------------------------------------
