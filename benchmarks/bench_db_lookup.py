@@ -1,9 +1,12 @@
 """How fast is `TuningDB.best()` on a big database? SQLite file vs a throwaway PostgreSQL.
 
 Fills N records (default one million) spread over W workloads x T targets with Core `insert()`
-executemany batches (no ORM objects), then times `best()` and `top_k(10)` for random
-(workload, target) keys: p50/p90/p99 over many lookups. The deployment use is exactly this: a
-service asks for the best schedule of one key at a time.
+executemany batches (no ORM objects), then `TuningDB.rebuild_standings()` (the raw-SQL fill
+bypasses `commit_records`, which keeps the per-schedule `schedules` summary that `best()` reads),
+then times `best()` and `top_k(10)` for random (workload, target) keys: p50/p90/p99 over many
+lookups. The deployment use is exactly this: a service asks for the best schedule of one key at a
+time. Answers are checked against `tuning_db.ranking.summarize` applied to each key's records
+(disqualified schedules out, verified ones first; docs/decisions/disqualify-and-verify.md).
 
     .venv/bin/python benchmarks/bench_db_lookup.py                 # full size, writes benchmarks/results/bench_db.*
     .venv/bin/python benchmarks/bench_db_lookup.py --records 20000 --no-write
@@ -36,10 +39,21 @@ if str(ROOT) not in sys.path:
 import sqlalchemy  # noqa: E402
 from sqlalchemy import text  # noqa: E402
 
-from tuning_db import TuningDB, sqlite_url  # noqa: E402
+from tuning_db import (  # noqa: E402
+    MIN_VERIFIED,
+    ORIGIN_LOCAL,
+    Record,
+    RecordIn,
+    TuningDB,
+    ranking,  # noqa: E402
+    sqlite_url,
+)
 from tuning_db.models import records_table, targets_table, workloads_table  # noqa: E402
 
-FAIL_RATE = 0.05  # share of failed candidates (no median), as a real tuning log has
+FAIL_RATE = 0.05  # share of failed measurements, as a real tuning log has
+FAIL_CODE = 4  # RUNTIME_ERROR: in tuning_db.types.DISQUALIFYING, so it rules its schedule out
+VERIFY_TOP = 4  # schedules of each key re-measured by the "verified" scenario
+CHECK_KEYS = 200  # keys whose answers are checked against the rules (also the warm-up)
 
 
 def workload_key(i: int) -> str:
@@ -51,32 +65,36 @@ def target_keys(n: int) -> list[str]:
     return [base[i] if i < len(base) else f"target-{i}" for i in range(n)]
 
 
-def record_batches(
-    n: int, wkeys: list[str], tkeys: list[str], batch: int, seed: int, best: dict[tuple[str, str], float]
-) -> Iterator[list[dict[str, Any]]]:
-    """Rows for `records`, shaped like the repository writes them; tracks the true best per key."""
+def schedule_steps(j: int) -> str:
+    """Canonical steps JSON of the j-th distinct schedule."""
+    return json.dumps(
+        [
+            {"kind": "split", "stage": "C", "loop": "i", "factors": [j, 8], "version": 1},
+            {"kind": "parallel", "stage": "C", "loop": "i.outer", "version": 1},
+        ],
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+
+
+def record_batches(n: int, wkeys: list[str], tkeys: list[str], batch: int, seed: int) -> Iterator[list[dict[str, Any]]]:
+    """Rows for `records`, shaped like the repository writes them (all local). A valid record is a
+    new schedule measured once (unverified); a failed one (RUNTIME_ERROR) re-measures the same key's
+    previous schedule, as a racy kernel fails on a later run, and so disqualifies that schedule."""
     rng = random.Random(seed)
     now = datetime.now(UTC)
+    period = len(wkeys) * len(tkeys)  # record i and i - period share a (workload, target)
     rows: list[dict[str, Any]] = []
     for i in range(n):
         wk, tk = wkeys[i % len(wkeys)], tkeys[(i // len(wkeys)) % len(tkeys)]
-        steps = json.dumps(
-            [
-                {"kind": "split", "stage": "C", "loop": "i", "factors": [i, 8], "version": 1},
-                {"kind": "parallel", "stage": "C", "loop": "i.outer", "version": 1},
-            ],
-            sort_keys=True,
-            separators=(",", ":"),
-        )
         failed = rng.random() < FAIL_RATE
+        steps = schedule_steps(i - period if failed and i >= period else i)
         if failed:
-            costs, med, code = [], None, 4
+            costs, med, code = [], None, FAIL_CODE
         else:
             med = rng.lognormvariate(-7.0, 1.0)
             costs = [med * 1.02, med, med * 0.99]
             code = 0
-            if med < best.get((wk, tk), float("inf")):
-                best[(wk, tk)] = med
         rows.append(
             {
                 "workload_key": wk,
@@ -95,6 +113,7 @@ def record_batches(
                 "job_id": None,
                 "created": now,
                 "format_version": 1,
+                "origin": ORIGIN_LOCAL,
             }
         )
         if len(rows) == batch:
@@ -105,10 +124,10 @@ def record_batches(
 
 
 def fill(db: TuningDB, n: int, n_workloads: int, n_targets: int, batch: int, seed: int) -> dict[str, Any]:
-    """Bulk-insert workloads, targets and n records; returns timings and the true best medians."""
+    """Bulk-insert workloads, targets and n records, then rebuild the per-schedule standings the raw
+    inserts bypassed; returns timings and the keys."""
     wkeys, tkeys = [workload_key(i) for i in range(n_workloads)], target_keys(n_targets)
     now = datetime.now(UTC)
-    best: dict[tuple[str, str], float] = {}
     gen_s = insert_s = 0.0
     t_all = time.perf_counter()
     with db.engine.begin() as conn:
@@ -128,7 +147,7 @@ def fill(db: TuningDB, n: int, n_workloads: int, n_targets: int, batch: int, see
         conn.execute(
             targets_table.insert(), [{"key": k, "kind": k.split("-")[0], "spec": "{}", "created": now} for k in tkeys]
         )
-    batches = record_batches(n, wkeys, tkeys, batch, seed, best)
+    batches = record_batches(n, wkeys, tkeys, batch, seed)
     while True:
         t0 = time.perf_counter()
         rows = next(batches, None)
@@ -140,16 +159,20 @@ def fill(db: TuningDB, n: int, n_workloads: int, n_targets: int, batch: int, see
             conn.execute(records_table.insert(), rows)  # executemany: one statement, many rows
         insert_s += time.perf_counter() - t0
     t0 = time.perf_counter()
+    n_schedules = db.rebuild_standings()  # raw SQL bypassed commit_records: summarize every schedule
+    standings_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
     with db.engine.begin() as conn:
-        conn.execute(text("ANALYZE"))
+        conn.execute(text("ANALYZE"))  # after the rebuild, so the planner also knows `schedules`
     analyze_s = time.perf_counter() - t0
     return {
         "fill_seconds": time.perf_counter() - t_all,
         "generate_seconds": gen_s,
         "insert_seconds": insert_s,
+        "standings_seconds": standings_s,
         "analyze_seconds": analyze_s,
         "rows_per_second": n / insert_s if insert_s else 0.0,
-        "best": best,
+        "schedules": n_schedules,
         "keys": [(w, t) for t in tkeys for w in wkeys],
     }
 
@@ -166,14 +189,50 @@ def percentiles(samples_ns: list[int]) -> dict[str, float]:
     }
 
 
-def time_lookups(
-    db: TuningDB, keys: list[tuple[str, str]], n: int, seed: int, best: dict[tuple[str, str], float]
-) -> dict[str, Any]:
-    rng = random.Random(seed + 1)
-    for wk, tk in rng.sample(keys, min(200, len(keys))):  # warm-up, and check answers
+def expected_served(records: list[Record]) -> list[ranking.Summary]:
+    """The servable schedules of one key's records in `top_k` order, by tuning_db's own rules
+    (`ranking.summarize` per schedule; by rank, cost, record id as `standings.served`)."""
+    groups: dict[str, list[Record]] = {}
+    for r in records:
+        groups.setdefault(r.steps_hash, []).append(r)
+    summaries = [ranking.summarize(rs) for rs in groups.values()]
+    served = [s for s in summaries if s.rank <= ranking.SERVABLE_MAX_RANK and s.record_id is not None]
+    return sorted(served, key=lambda s: (s.rank, s.cost, s.record_id))
+
+
+def check_answers(db: TuningDB, keys: list[tuple[str, str]]) -> dict[str, int]:
+    """`best()` and `top_k(10)` of each key against `expected_served` of all its records (read from
+    `records`, not from the `schedules` summary). Counts the keys whose answer is not the schedule of
+    the fastest valid record (it was disqualified, or is unverified behind a verified one), those
+    whose answer is verified, and those where a faster unverified schedule was passed over."""
+    changed = verified = passed_over = 0
+    for wk, tk in keys:
+        records = db.records(wk, tk)
+        served = expected_served(records)
+        want = [s.record_id for s in served[:10]]
         got = db.best(wk, tk)
-        want = best.get((wk, tk))
-        assert (got is None and want is None) or (got is not None and got.median == want), (wk, tk)
+        assert (got.id if got else None) == (want[0] if want else None), (wk, tk, got, want[:1])
+        top = [r.id for r in db.top_k(wk, tk, 10)]
+        assert top == want, (wk, tk, top, want)
+        if got is None:
+            continue
+        fastest = min((r for r in records if r.ok), key=lambda r: (r.median, r.id))
+        changed += fastest.steps_hash != got.steps_hash
+        s = db.standing(wk, tk, got.steps_hash)
+        assert s is not None and s.record is not None and s.record.id == got.id, (wk, tk, s)
+        verified += s.verified
+        passed_over += any(x.rank == ranking.RANK_UNVERIFIED and x.cost < served[0].cost for x in served)
+    return {
+        "checked_keys": len(keys),
+        "answer_not_fastest_record": changed,
+        "best_verified": verified,
+        "faster_unverified_passed_over": passed_over,
+    }
+
+
+def time_lookups(db: TuningDB, keys: list[tuple[str, str]], n: int, seed: int) -> dict[str, Any]:
+    rng = random.Random(seed + 1)
+    checks = check_answers(db, rng.sample(keys, min(CHECK_KEYS, len(keys))))  # also the warm-up
     picks = [rng.choice(keys) for _ in range(n)]
     out: dict[str, Any] = {}
     for name, call in (("best", lambda k: db.best(*k)), ("top_k10", lambda k: db.top_k(k[0], k[1], 10))):
@@ -183,27 +242,30 @@ def time_lookups(
             call(key)
             samples.append(time.perf_counter_ns() - t0)
         out[name] = percentiles(samples)
+    out["checks"] = checks
     return out
 
 
-def verify_keys(db: TuningDB, keys: list[tuple[str, str]]) -> dict[tuple[str, str], float]:
-    """What a tuner's verification leaves behind: the 4 fastest schedules of each key measured twice
-    more, 1.5x slower than their first (lucky) measurement. Returns the best median each key should
-    now report (the 5th schedule, or a verified one at 1.5x)."""
-    from tuning_db import RecordIn
-
-    want, new = {}, []
+def verify_keys(db: TuningDB, keys: list[tuple[str, str]]) -> tuple[list[tuple[str, str]], int]:
+    """What a tuner's verification leaves behind: the 4 best schedules of each key measured again
+    until each has MIN_VERIFIED valid local records, the new ones 1.5x slower than the first (lucky)
+    measurement, so each costs 1.5x its first median and is verified; the 5th best stays unverified
+    and is often faster, but verified schedules are served first. Written with `commit_records`
+    (which keeps the standings). Returns the keys done and how many records were added."""
+    done, new = [], []
     for wk, tk in keys:
-        top = db.top_k(wk, tk, 5)
-        if len(top) < 5:
+        top = db.top_k(wk, tk, VERIFY_TOP + 1)
+        if len(top) <= VERIFY_TOP:
             continue
-        for r in top[:4]:
+        for r in top[:VERIFY_TOP]:
             slow = r.median * 1.5
-            new += [RecordIn(wk, tk, r.steps, costs=(slow * 1.01, slow, slow * 0.99), host="bench")] * 2
-        want[(wk, tk)] = min(top[4].median, top[0].median * 1.5)
+            new += [RecordIn(wk, tk, r.steps, costs=(slow * 1.01, slow, slow * 0.99), host="bench")] * (
+                MIN_VERIFIED - 1
+            )
+        done.append((wk, tk))
     for i in range(0, len(new), 5000):
-        db.commit_records(new[i:i + 5000])
-    return want
+        db.commit_records(new[i : i + 5000])
+    return done, len(new)
 
 
 def run_backend(name: str, url: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -213,13 +275,16 @@ def run_backend(name: str, url: str, args: argparse.Namespace) -> dict[str, Any]
         f = fill(db, args.records, args.workloads, args.targets, args.batch, args.seed)
         print(
             f"[{name}] fill {f['fill_seconds']:.1f} s (insert {f['insert_seconds']:.1f} s, "
-            f"{f['rows_per_second']:,.0f} rows/s); timing {args.lookups} lookups ...",
+            f"{f['rows_per_second']:,.0f} rows/s; rebuild_standings {f['standings_seconds']:.1f} s for "
+            f"{f['schedules']:,} schedules; analyze {f['analyze_seconds']:.1f} s); timing {args.lookups} lookups ...",
             flush=True,
         )
-        lookups = time_lookups(db, f["keys"], args.lookups, args.seed, f["best"])
-        verified_best = verify_keys(db, f["keys"])
-        lookups["verified"] = time_lookups(db, list(verified_best), args.lookups, args.seed, verified_best)
-        args_records = args.records + 8 * len(verified_best)
+        lookups = time_lookups(db, f["keys"], args.lookups, args.seed)
+        verified_keys, added = verify_keys(db, f["keys"])
+        lookups["verified"] = time_lookups(db, verified_keys, args.lookups, args.seed)
+        vc = lookups["verified"]["checks"]
+        assert vc["best_verified"] == vc["checked_keys"], vc  # every verified key serves a verified schedule
+        args_records = args.records + added
         with db.engine.connect() as conn:
             if name == "sqlite":
                 version = conn.exec_driver_sql("select sqlite_version()").scalar()
@@ -229,17 +294,22 @@ def run_backend(name: str, url: str, args: argparse.Namespace) -> dict[str, Any]
                 size = conn.execute(text("select pg_database_size(current_database())")).scalar()
             count = conn.execute(text("select count(*) from records")).scalar()
         assert count == args_records, count
-        v = lookups["verified"]["best"]
+        v, c = lookups["verified"]["best"], lookups["checks"]
         print(
             f"[{name}] best p50 {lookups['best']['p50_us']:.0f} us, p99 {lookups['best']['p99_us']:.0f} us; "
-            f"after verification p50 {v['p50_us']:.0f} us, p99 {v['p99_us']:.0f} us", flush=True
+            f"after verification p50 {v['p50_us']:.0f} us, p99 {v['p99_us']:.0f} us; answers checked on "
+            f"{c['checked_keys']} + {vc['checked_keys']} keys (not the fastest record: {c['answer_not_fastest_record']}"
+            f" + {vc['answer_not_fastest_record']}; faster unverified passed over: "
+            f"{vc['faster_unverified_passed_over']})",
+            flush=True,
         )
         return {
             "backend": name,
             "server_version": version,
             "db_bytes": int(size or 0),
             "records": count,
-            **{k: v for k, v in f.items() if k not in ("best", "keys")},
+            "verified_keys": len(verified_keys),
+            **{k: v for k, v in f.items() if k != "keys"},
             "lookups": lookups,
         }
     finally:
@@ -281,19 +351,22 @@ def write_docs(result: dict[str, Any], md: Path, js: Path) -> None:
         "",
         f"{p['records']:,} records over {p['workloads']:,} workloads x {p['targets']} targets "
         f"({p['records'] // (p['workloads'] * p['targets']):,} per key, {FAIL_RATE:.0%} failed), "
-        f"filled with Core `insert()` executemany in batches of {p['batch']:,}; then {p['lookups']:,} "
+        f"filled with Core `insert()` executemany in batches of {p['batch']:,} and then "
+        f"`TuningDB.rebuild_standings()` (the raw inserts bypass the summary); then {p['lookups']:,} "
         "`TuningDB.best()` and `top_k(k=10)` calls for random keys (end to end: connection from the "
         "pool, query, conversion to a frozen `Record`). Produced by `benchmarks/bench_db_lookup.py`; "
         "raw figures in `benchmarks/results/bench_db.json`.",
         "",
-        "| backend | server | fill (s) | insert rows/s | size (MiB) | best p50 (us) | best p99 (us) "
-        "| top_k10 p50 (us) | top_k10 p99 (us) | verified: best p50 (us) | verified: best p99 (us) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| backend | server | fill (s) | of which rebuild_standings (s) | insert rows/s | size (MiB) "
+        "| best p50 (us) | best p99 (us) | top_k10 p50 (us) | top_k10 p99 (us) | verified: best p50 (us) "
+        "| verified: best p99 (us) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in result["backends"]:
         b, t, v = r["lookups"]["best"], r["lookups"]["top_k10"], r["lookups"]["verified"]["best"]
         lines.append(
-            f"| {r['backend']} | {r['server_version']} | {r['fill_seconds']:.1f} | {r['rows_per_second']:,.0f} "
+            f"| {r['backend']} | {r['server_version']} | {r['fill_seconds']:.1f} | {r['standings_seconds']:.1f} "
+            f"| {r['rows_per_second']:,.0f} "
             f"| {r['db_bytes'] / 2**20:,.0f} | {b['p50_us']:.0f} | {b['p99_us']:.0f} | {t['p50_us']:.0f} "
             f"| {t['p99_us']:.0f} | {v['p50_us']:.0f} | {v['p99_us']:.0f} |"
         )
@@ -303,14 +376,25 @@ def write_docs(result: dict[str, Any], md: Path, js: Path) -> None:
         "cluster with default settings (fsync on, shared_buffers 128 MB) reached over loopback TCP, so each "
         "lookup includes network round trips: reads run in autocommit (no BEGIN/ROLLBACK) and the default "
         "`pool_pre_ping=True` adds one ping per call (`DBSettings(pool_pre_ping=False)` saves it). "
-        "`best()` reads the 8 fastest records by the partial index "
-        "`ix_records_best (workload_key, target_key, median, id) WHERE error_code = 0`, each with its "
-        "schedule's record count: one query when those schedules were measured once. "
-        "*Verified*: then every key's 4 fastest schedules get two more "
-        "records each, 1.5x slower, as a tuner's verification leaves them (`tuning_db/ranking.py` judges a "
-        "schedule by the upper median of its records: a window of the fastest records and the records of "
-        "their schedules); those lookups are checked against the expected answer and timed the same way. "
-        "Fill time includes generating the rows in Python, index maintenance and `ANALYZE`.",
+        "`best()` and `top_k()` read the per-schedule summary table `schedules` (one row per workload, "
+        "target and schedule: rank, cost, representative record; `tuning_db/standings.py`) by one range of "
+        "the index `ix_schedules_best (workload_key, target_key, rank, cost, record_id)`, joined to the "
+        "representative records: one index seek, however many records or re-measurements a schedule has. "
+        "The rules (`tuning_db/ranking.py`, docs/decisions/disqualify-and-verify.md): a schedule with a "
+        "RUNTIME_ERROR, WRONG_ANSWER or WORKER_CRASHED record is never served; one with "
+        f"{MIN_VERIFIED} valid local records is verified and ranks first, by the upper median of those "
+        "records; the others follow by the upper median of all their valid records. The summary is "
+        "written by every `commit_records` transaction; this fill inserts with raw SQL, so it ends with "
+        "`TuningDB.rebuild_standings()`, timed separately (own column) and included in the fill time. "
+        f"Each failed record ({FAIL_RATE:.0%}, RUNTIME_ERROR) re-measures its key's previous schedule, "
+        "as a racy kernel fails on a later run, and so disqualifies it. "
+        f"*Verified*: then every key's {VERIFY_TOP} best schedules are measured again until each has "
+        f"{MIN_VERIFIED} valid local records, the new ones 1.5x slower, as a tuner's verification leaves "
+        "them (through `commit_records`, which updates the summary); the verified ones are served before "
+        "a faster unverified 5th. Answers of both runs are checked on sampled keys against "
+        "`ranking.summarize` applied to all of each key's records, and timed the same way. "
+        "Fill time includes generating the rows in Python, index maintenance, `rebuild_standings()` "
+        "and `ANALYZE`.",
         "",
         f"The machine was shared with other work while this ran (1-minute load average "
         f"{m['loadavg_1m_at_start']:.1f} at the start, {m['loadavg_1m_at_end']:.1f} at the end, on "
