@@ -13,7 +13,12 @@ WORKDIR /opt/autosched
 COPY pyproject.toml README.md ./
 COPY autosched ./autosched
 COPY tuning_db ./tuning_db
-RUN useradd --create-home --uid 10001 autosched
+RUN useradd --create-home --uid 10001 autosched \
+ && mkdir -p /home/autosched/.cache/autosched \
+ && chown -R autosched:autosched /home/autosched/.cache
+# the compiled-kernel cache ($XDG_CACHE_HOME/autosched): docker-compose mounts its volume here, and a
+# volume mounted on a folder the image has inherits its owner (otherwise it is root's: builds fail)
+ENV XDG_CACHE_HOME=/home/autosched/.cache
 
 FROM base AS cpu
 RUN pip install .

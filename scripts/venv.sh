@@ -10,9 +10,19 @@ if [ ! -x .venv/bin/python ]; then
 fi
 stamp=".venv/.autosched-installed"
 want="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+# pip's output without its "WARNING: Location" noise; pip's own exit status, so a failed install
+# stops the script (set -e) before the stamp is written
+pip_install() {
+  local out rc=0
+  out="$(.venv/bin/python -m pip install -q --disable-pip-version-check "$@" 2>&1)" || rc=$?
+  if [ -n "$out" ]; then printf '%s\n' "$out" | grep -v "^WARNING: Location" >&2 || true; fi
+  if [ "$rc" -ne 0 ]; then echo "venv.sh: pip install $* failed (exit $rc)" >&2; fi
+  return "$rc"
+}
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-  .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip==25.3 2>&1 | grep -v "^WARNING: Location" || true
-  .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[dev]" 2>&1 | grep -v "^WARNING: Location" || true
-  .venv/bin/python -c "import autosched, numpy, xgboost, ray, sqlalchemy" 
+  rm -f "$stamp"
+  pip_install --upgrade pip==25.3
+  pip_install -e ".[dev]"
+  .venv/bin/python -c "import autosched, numpy, xgboost, ray, sqlalchemy, triton"
   echo "$want" > "$stamp"
 fi

@@ -1,7 +1,8 @@
 """`RayRunner`: builds as CPU tasks anywhere in a Ray cluster, runs on actors that own a device.
 
-Embedded by default (`ray.init()` on this machine, no dashboard, a small object store) or
-connected to a cluster by address. Builds are plain tasks (the MeasureInput travels as JSON)
+Embedded by default (`ray.init()` on this machine, no dashboard, a small object store, every
+listener on loopback) or connected to a cluster by address (a loopback address stays loopback,
+see `ray_node.py`). Builds are plain tasks (the MeasureInput travels as JSON)
 and return the artifact's bytes (a C library, or a cuda/triton artifact folder as a tar), so
 the run can happen on any node. cuda/triton candidates are built by the GPU builder, preferably
 on nodes that have GPUs (that is where CuPy's NVRTC and Triton are installed; soft affinity, so
@@ -42,6 +43,7 @@ from autosched.compile.types import BuildResult, ErrorCode, MeasureInput
 from autosched.measure.config import RunnerConfig
 from autosched.measure.local_runner import failed_build_result, reference_error_result
 from autosched.measure.ray_actors import DeviceActor, build_task, input_kind, input_to_json, pack_artifact
+from autosched.measure.ray_node import keep_loopback
 from autosched.measure.reference import DagReferenceProvider, ReferenceCache, ReferenceProvider
 from autosched.measure.types import MeasureResult
 
@@ -88,10 +90,12 @@ class RayRunner:
         self._owns_ray = not ray.is_initialized()
         if self._owns_ray:
             kw = dict(init_kwargs or {})
-            if address is None:
+            if address is None:  # embedded: a node of this machine alone, listening on loopback only
                 kw.setdefault("include_dashboard", False)
                 kw.setdefault("object_store_memory", object_store_memory)
                 kw.setdefault("num_cpus", num_cpus)
+                kw.setdefault("_node_ip_address", "127.0.0.1")
+            keep_loopback()
             ray.init(address=address, **kw)
         provider = reference if reference is not None else DagReferenceProvider(self.config.seed)
         self.references = ReferenceCache(provider, self.config.seed)

@@ -2,7 +2,9 @@
 
 A Ray node started here is `ray start --block` in its own session, stopped at exit by killing
 exactly the processes of that session (never `ray stop`, which would stop every Ray node of the
-machine, other users' included).
+machine, other users' included), and also when this process dies unannounced (a parent-death
+signal); a head a crashed serve left anyway is found through its state file and replaced. When
+uvicorn returns, every process this one started and that still runs is stopped too.
 """
 
 from __future__ import annotations
@@ -13,15 +15,17 @@ import logging
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
+from autosched.measure import ray_node
 from autosched.service.settings import ServiceSettings
 
 log = logging.getLogger("autosched.service")
+HEAD_STATE = "head.json"
 
 
 def ray_executable() -> str:
@@ -37,45 +41,68 @@ def ray_executable() -> str:
 
 def session_pids(sid: int) -> list[int]:
     """Live processes whose session id is `sid` (from /proc): everything a node started."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2:].split()
-        if int(fields[3]) == sid and fields[0] != "Z":
-            pids.append(int(entry))
-    return pids
+    return ray_node.session_pids(sid)
 
 
 def kill_session(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
     """SIGTERM, then SIGKILL, every process of `proc`'s session (it was started with a new one)."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        pids = session_pids(proc.pid)
-        if not pids:
-            break
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline and session_pids(proc.pid):
-            time.sleep(0.1)
+    ray_node.kill_session(proc.pid, grace_s)
     try:
         proc.wait(timeout=5)
     except subprocess.TimeoutExpired:
         pass
 
 
+def head_state_dir(port: int) -> Path:
+    """The head's own folder, /tmp/autosched-UID/ray-PORT: the same on every start (so a restart
+    finds what the last one left), short (Ray's unix socket paths), and private to this user."""
+    uid = os.getuid()
+    base = Path("/tmp") / f"autosched-{uid}"
+    for d in (base, base / f"ray-{port}"):
+        d.mkdir(mode=0o700, exist_ok=True)
+        st = os.lstat(d)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid or st.st_mode & 0o077:
+            raise RuntimeError(f"{d} must be a directory owned by uid {uid} with mode 0700 "
+                               "(it holds the Ray head's state and token): fix or remove it")
+    return base / f"ray-{port}"
+
+
+def _is_our_head(pid: int) -> bool:
+    """`pid` is alive, leads its session, and runs our `ray start` launcher (not a reused pid)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return os.getsid(pid) == pid and b"autosched.measure.ray_node" in cmdline and b"start" in cmdline
+
+
+def stop_recorded_head(state_dir: Path) -> int | None:
+    """Stop the head a previous `serve` recorded in `state_dir` (it outlived a SIGKILL-ed serve,
+    and a second head on its port would join its GCS: "Session name ... does not match persisted
+    value"); returns its pid, or None when nothing of ours was running."""
+    state = state_dir / HEAD_STATE
+    try:
+        pid = int(json.loads(state.read_text())["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    stopped = None
+    if _is_our_head(pid):
+        log.warning("stopping the Ray head (session %d) a previous serve left running", pid)
+        ray_node.kill_session(pid)
+        stopped = pid
+    state.unlink(missing_ok=True)
+    return stopped
+
+
 def start_ray_head(port: int, num_cpus: int | None, node_ip: str = "127.0.0.1", *,
                    object_store_memory: int | None = None, temp_dir: str | None = None) -> subprocess.Popen:
-    """`ray start --head --block` in a new session; returns once the node is up."""
-    root = Path(temp_dir or tempfile.mkdtemp(prefix="asray", dir="/tmp"))
-    args = [ray_executable(), "start", "--head", "--block", f"--port={port}", f"--node-ip-address={node_ip}",
+    """`ray start --head --block` in a new session, tied to this process (it dies with us, even on
+    SIGKILL) and recorded in the state folder so a restart replaces a head left behind; returns once
+    the node is up. A loopback `node_ip` keeps every Ray listener on loopback (see ray_node.py)."""
+    root = Path(temp_dir) if temp_dir else head_state_dir(port)
+    stop_recorded_head(root)
+    args = [sys.executable, "-m", "autosched.measure.ray_node", "--parent", str(os.getpid()),
+            "start", "--head", "--block", f"--port={port}", f"--node-ip-address={node_ip}",
             f"--temp-dir={root / 'ray'}", "--include-dashboard=false", "--disable-usage-stats"]
     if num_cpus is not None:
         args.append(f"--num-cpus={num_cpus}")
@@ -84,6 +111,7 @@ def start_ray_head(port: int, num_cpus: int | None, node_ip: str = "127.0.0.1", 
     log_path = root / "head.log"
     with open(log_path, "wb") as out:
         proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    (root / HEAD_STATE).write_text(json.dumps({"pid": proc.pid, "port": port, "node_ip": node_ip}))
     atexit.register(kill_session, proc)
     deadline = time.monotonic() + 90
     while b"Ray runtime started" not in log_path.read_bytes():
@@ -92,6 +120,52 @@ def start_ray_head(port: int, num_cpus: int | None, node_ip: str = "127.0.0.1", 
             raise RuntimeError(f"ray head failed to start:\n{log_path.read_text(errors='replace')[-2000:]}")
         time.sleep(0.2)
     return proc
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below `pid` (children, their children, ...), from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            text = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2:].split()
+        if fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def stop_descendants(grace_s: float = 3.0) -> list[int]:
+    """SIGTERM, then SIGKILL, whatever this process started and is still running (feature-pool,
+    builder and kernel processes of local jobs): nothing may outlive the service."""
+    found: list[int] = []
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        pids = descendants(os.getpid())
+        if not pids:
+            break
+        found += [p for p in pids if p not in found]
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and descendants(os.getpid()):
+            time.sleep(0.05)
+    for pid in found:  # reap our own children so none stays a zombie
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
+    return found
 
 
 def detect_gpus() -> list[str]:
@@ -139,5 +213,17 @@ def serve(settings: ServiceSettings, *, log_level: str = "info", access_log: boo
 
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     app = create_app(settings)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_level=log_level, access_log=access_log,
-                timeout_graceful_shutdown=30)
+
+    def exit_on(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    # uvicorn re-raises the SIGTERM it caught once it has shut down: exit through `finally`, not at once
+    signal.signal(signal.SIGTERM, exit_on)
+    try:
+        uvicorn.run(app, host=settings.host, port=settings.port, log_level=log_level, access_log=access_log,
+                    timeout_graceful_shutdown=30)
+    finally:
+        from autosched.tuning import feature_pool
+
+        feature_pool.shutdown()
+        stop_descendants()

@@ -19,10 +19,10 @@ from autosched.schedule.schedule import Schedule
 from autosched.schedule.state import ScheduleError
 from autosched.space import gpu_templates as gt
 from autosched.workload import Workload
-from tests.support.gpu_helpers import TRITON_CASES
+from tests.support.gpu_helpers import TRITON_CASES, require_module
 
-pytest.importorskip("triton")
-pytest.importorskip("torch")
+require_module("triton")
+require_module("torch")
 
 
 @pytest.fixture(scope="module")

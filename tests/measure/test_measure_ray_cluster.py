@@ -6,7 +6,6 @@ each in its own session so that stopping a node kills exactly its pids (see loop
 
 from __future__ import annotations
 
-import shutil
 import time
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 
 from autosched.compile.types import BuildResult, ErrorCode
 from autosched.measure.config import RunnerConfig
+from tests.support.gpu_helpers import require_nvcc
 from tests.support.loopback_cluster import LoopbackCluster, running_cluster
 from tests.support.measure_kernels import AddReference, cuda_kernel, kernel, measure_input, spin_kernel
 
@@ -88,8 +88,7 @@ def test_cuda_sources_build_on_the_gpu_node_and_run_in_its_gpu_sandbox(runner, t
     """The GPU path without a GPU: cuda sources go to the GPU builder on the (fake) GPU node, the
     artifact folder travels as a tar, and the GPU actor runs it in its GPU kernel process, which
     has no CUDA here: each candidate comes back as an error result, the actor survives them."""
-    if shutil.which("nvcc") is None:
-        pytest.skip("nvcc is needed to compile CUDA C without NVRTC")
+    require_nvcc()  # CUDA C without NVRTC; under CI a missing nvcc fails the test
     ids = _node_ids()
     srcs = [cuda_kernel("good", "ray"), cuda_kernel("compile_error", "ray")]
     builds = runner.build_sources(srcs)

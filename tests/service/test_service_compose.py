@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -42,7 +43,8 @@ def test_compose_file_validates_with_the_default_services() -> None:
     services = cfg["services"]
     assert {"postgres", "head", "cpu-worker"} <= set(services)
     head = services["head"]
-    assert any(str(p.get("target", p)).endswith("8000") or "8000" in json.dumps(p) for p in head["ports"])
+    assert any(str(p.get("target", p) if isinstance(p, dict) else p).endswith("8000") or "8000" in json.dumps(p)
+               for p in head["ports"])
     assert head["environment"]["AUTOSCHED_TOKENS"] == ENV["AUTOSCHED_TOKENS"]
     assert head["environment"]["AUTOSCHED_DB_URL"].startswith("postgresql+psycopg://autosched:pw@postgres:5432/")
     assert "--ray-head" in " ".join(head["command"])
@@ -74,3 +76,43 @@ def test_secrets_are_required_not_defaulted() -> None:
 def test_dockerfile_has_the_targets_compose_builds() -> None:
     text = (ROOT / "Dockerfile").read_text()
     assert "AS cpu" in text and "AS gpu" in text and "gcc" in text and 'ENTRYPOINT ["autosched"]' in text
+
+
+def _volume_target(service: dict, volume: str) -> str:
+    for v in service["volumes"]:
+        if isinstance(v, dict) and v.get("source") == volume:
+            return v["target"]
+        if isinstance(v, str) and v.split(":")[0] == volume:
+            return v.split(":")[1]
+    raise AssertionError(f"no {volume} volume in {service['volumes']}")
+
+
+def test_kernel_cache_volume_is_a_folder_the_image_gives_its_user() -> None:
+    """A volume mounted where the image has no folder is created root-owned: the `autosched` user
+    could not write compiled kernels. The target must be $XDG_CACHE_HOME/autosched of the image,
+    created and chowned to that user before `USER autosched`."""
+    target = _volume_target(_config()["services"]["head"], "kernel-cache")
+    text = (ROOT / "Dockerfile").read_text()
+    env = dict(re.findall(r"^ENV XDG_CACHE_HOME=(\S+)()", text, re.M))
+    [cache_home] = env or [None]
+    assert cache_home is not None, "the Dockerfile must set XDG_CACHE_HOME (where autosched caches kernels)"
+    assert target == f"{cache_home}/autosched", (target, cache_home)
+    made = re.search(r"mkdir -p (\S*)", text)
+    assert made and made.group(1) == target, "the image must create the cache folder"
+    chown = re.search(r"chown -R autosched:autosched (\S+)", text)
+    assert chown and target.startswith(chown.group(1)), "the cache folder must belong to the autosched user"
+    assert text.index("chown -R autosched") < text.index("USER autosched")
+
+
+def test_api_port_is_published_on_loopback_only() -> None:
+    head = _config()["services"]["head"]
+    for p in head["ports"]:
+        host_ip = p.get("host_ip") if isinstance(p, dict) else str(p).rsplit(":", 2)[0]
+        assert host_ip == "127.0.0.1", f"the plain-HTTP API is published beyond loopback: {p}"
+    assert "TLS" in (ROOT / "docker-compose.yml").read_text()  # the file says how to serve others
+
+
+def test_autosched_containers_run_an_init_that_reaps_orphans() -> None:
+    services = _config("--profile", "gpu")["services"]
+    for name in ("head", "cpu-worker", "gpu-worker"):
+        assert services[name].get("init") is True, f"{name} has no init (init: true)"

@@ -103,6 +103,16 @@ def require_nvcc() -> None:
         pytest.skip("nvcc is not installed on this machine (CUDA compile check)")
 
 
+def require_module(name: str) -> None:
+    """Skip without `name` (a pip package the venv installs), but fail under CI: CI must run it."""
+    try:
+        __import__(name)
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail(f"{name} is required in CI (scripts/venv.sh installs it)", pytrace=False)
+        pytest.skip(f"{name} is not installed in this environment", allow_module_level=True)
+
+
 def emulate_cuda(w: Workload, s: Schedule) -> float:
     """Max abs error of the GPU-lowered nest run on the CPU: bound loops as plain loops (the shared
     stage is then refilled per thread, which checks the regions, not the barriers)."""

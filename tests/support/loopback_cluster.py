@@ -3,9 +3,10 @@
 Each node is `ray start --block` in a NEW SESSION (start_new_session): every process of the
 node (GCS, raylet, agents, workers, their kernel processes) inherits that session id, so a
 node is stopped by killing exactly the pids of its session, never by name and never with a
-global `ray stop` (which would hit other users' clusters). Token auth is disabled on nodes
-and driver (Ray 2.60 turns it on by default); health checks are shortened on the head so a
-killed node is declared dead in a few seconds.
+global `ray stop` (which would hit other users' clusters). Every listener is on loopback
+(`autosched.measure.ray_node`). Token auth is explicitly disabled on nodes and driver, for
+tests only (`autosched serve`/`worker` keep it on); health checks are shortened on the head so
+a killed node is declared dead in a few seconds.
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 # `python -m` rather than the `ray` console script: where Ray is unpacked from its wheel onto
-# PYTHONPATH (the device machine, see tools/device-wheels.sh) there is no script
-RAY = [sys.executable, "-m", "ray.scripts.scripts"]
+# PYTHONPATH (the device machine, see tools/device-wheels.sh) there is no script. The launcher
+# is Ray's CLI that keeps 127.0.0.1 as the node address, so every listener stays on loopback.
+RAY = [sys.executable, "-m", "autosched.measure.ray_node"]
+ROOT = Path(__file__).resolve().parents[2]
 FAST_HEALTH = {
     "RAY_health_check_initial_delay_ms": "1000",
     "RAY_health_check_period_ms": "1000",
@@ -65,7 +68,9 @@ class LoopbackCluster:
         self.object_store_memory = object_store_memory
         self.nodes: dict[str, subprocess.Popen] = {}
         self.sessions: list[int] = []  # every node ever started, for the leak check
-        self.env = {**os.environ, "RAY_AUTH_MODE": "disabled", **FAST_HEALTH}
+        # token auth OFF, explicitly: a throwaway cluster on loopback (production nodes keep it on)
+        path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+        self.env = {**os.environ, "RAY_AUTH_MODE": "disabled", "PYTHONPATH": path, **FAST_HEALTH}
 
     @property
     def address(self) -> str:

@@ -10,6 +10,12 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -145,3 +151,53 @@ def test_a_guided_run_is_the_same_with_and_without_workers(monkeypatch, searcher
     assert none == 0 and made > 0
     assert len(serial) == 32 and all(math.isfinite(g) for _, g in serial)
     assert parallel == serial
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _pool_pids(pool) -> list[int]:
+    return sorted({pool.submit(os.getpid).result() for _ in range(16)})
+
+
+def test_shutdown_stops_the_workers_now(two_workers) -> None:
+    """An idle pool used to be left to wind down by itself; a process exiting right after left
+    its workers (about 170 MB each) running."""
+    pool = feature_pool._get_pool()
+    pids = _pool_pids(pool)
+    assert pids and all(_alive(p) for p in pids)
+    feature_pool.shutdown()
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [p for p in pids if _alive(p)]
+
+
+def test_workers_die_with_the_process_that_made_them(tmp_path) -> None:
+    """SIGKILL the pool's owner (no atexit, no shutdown): the workers go too (parent-death signal)."""
+    script = ("import os, sys, time\n"
+              "from autosched.tuning import feature_pool\n"
+              "pool = feature_pool._get_pool()\n"
+              "pids = {pool.submit(os.getpid).result() for _ in range(16)}\n"
+              "print(' '.join(map(str, sorted(pids))), flush=True)\n"
+              "time.sleep(300)\n")
+    env = {**os.environ, "AUTOSCHED_FEATURE_WORKERS": "2"}
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env,
+                            cwd=Path(__file__).resolve().parents[2])
+    try:
+        pids = [int(p) for p in proc.stdout.readline().split()]
+        assert pids and all(_alive(p) for p in pids)
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [p for p in pids if _alive(p)]
+    for p in left:
+        os.kill(p, signal.SIGKILL)
+    assert left == [], "feature workers outlived the process that made them"
