@@ -151,6 +151,8 @@ def parse_line(text: str, line_no: int) -> ImportLine:
         obj = json.loads(text)
     except json.JSONDecodeError as e:
         raise ValueError(f"line {line_no}: invalid JSON ({e.msg} at column {e.colno})") from None
+    except RecursionError:
+        raise ValueError(f"line {line_no}: JSON nested too deeply to read") from None
     if not isinstance(obj, dict):
         raise ValueError(f"line {line_no}: expected a JSON object, got {type(obj).__name__}")
     line = _Line(line_no, obj)

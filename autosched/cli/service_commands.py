@@ -4,6 +4,7 @@
     autosched worker --address HOST:PORT          (joins this machine to the Ray cluster; blocks)
     autosched submit matmul 512 512 512 --trials 200 [--server URL] [--token T] [--wait]
     autosched status [JOB]   autosched cancel JOB   autosched best KEY --server URL
+    autosched verify KEY --server URL [--target cpu] [--top 5] [--wait]   (a verify job on the service)
 
 Client commands take `--server` (default $AUTOSCHED_SERVER, else http://127.0.0.1:8000) and
 `--token` (default $AUTOSCHED_TOKEN); the CLI is an edge, so it may read those here.
@@ -142,8 +143,11 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_cancel(args: argparse.Namespace) -> int:
+    """Only the job's owner or an admin token may cancel; the server's 403 says whose job it is."""
     job = _client(args).call("DELETE", f"/v1/jobs/{args.job}")
     print(_show_job(job))
+    if job.get("cancelled_by"):
+        print(f"cancelled by {job['cancelled_by']}")
     return 0
 
 
@@ -157,13 +161,38 @@ def cmd_remote_best(args: argparse.Namespace) -> int:
             print(exc.detail, file=sys.stderr)
             return 2
         raise
+    status = "verified" if s.get("verified") else "UNVERIFIED"
     if args.source and s.get("source"):
-        print(f"# {s['workload_name']}  {s['median_ms']:.4f} ms  {s['gflops']:.2f} GFLOP/s on {s['target']}")
+        print(f"# {s['workload_name']}  {s['median_ms']:.4f} ms  {s['gflops']:.2f} GFLOP/s on {s['target']} "
+              f"({status}, {s.get('n_valid', 0)} valid measurements there)")
         print(s.get("primitives") or "")
         print(s["source"]["code"])
     else:
-        print(json.dumps({k: s[k] for k in ("workload_key", "target", "median_ms", "gflops", "host", "steps")},
-                         indent=2))
+        keys = ("workload_key", "target", "median_ms", "gflops", "verified", "n_valid", "n_imported", "origin",
+                "host", "steps")
+        print(json.dumps({k: s.get(k) for k in keys}, indent=2))
+    if not s.get("verified"):
+        print(f"warning: unverified ({s.get('n_valid', 0)} valid measurements on the service); "
+              f"`autosched verify {args.key} --server URL` measures it again there", file=sys.stderr)
+    return 0
+
+
+def cmd_remote_verify(args: argparse.Namespace) -> int:
+    """`autosched verify KEY --server URL`: a verify job on the service's workers (listed, cancellable)."""
+    c = _client(args)
+    job = c.call("POST", f"/v1/schedules/{args.key}/verify",
+                 params={"target": args.target, "top": args.top, "priority": args.priority})
+    print(f"submitted verify job {job['id']} for {job['workload_name']} on {job['target']}", flush=True)
+    if not args.wait:
+        return 0
+    job = c.wait(job["id"], timeout_s=args.wait_timeout)
+    print(_show_job(job))
+    if job["state"] != "done":
+        return 1
+    standings = c.call("GET", f"/v1/schedules/{args.key}/standings", params={"target": job["target"], "k": args.top})
+    for st in standings["standings"]:
+        cost = f"{st['median_ms']:.4f} ms" if st.get("median_ms") else "-"
+        print(f"{st['steps_hash'][:12]}  {cost:>12}  {st['n_valid']} valid  {st['reason']}")
     return 0
 
 
@@ -196,20 +225,24 @@ def settings_from_args(args: argparse.Namespace) -> Any:
 def cmd_serve(args: argparse.Namespace) -> int:
     import secrets
 
-    from autosched.service import server
+    from autosched.service import ray_auth, server
 
     settings = settings_from_args(args)
     if args.ray_head:
+        state_dir = server.head_state_dir(args.ray_port)
+        print(ray_auth.setup_head(os.environ, state_dir), file=sys.stderr, flush=True)
         server.start_ray_head(args.ray_port, args.num_cpus, args.node_ip,
                               object_store_memory=args.object_store_memory)
         settings = dataclasses.replace(settings, ray_address=f"{args.node_ip}:{args.ray_port}")
         print(f"ray head on {settings.ray_address}; join workers with "
               f"`autosched worker --address {settings.ray_address}`", flush=True)
-    if not settings.write_tokens:
+    elif settings.ray_address:
+        ray_auth.setup_driver(os.environ)
+    if not settings.write_tokens and not settings.admin_tokens:
         token = secrets.token_urlsafe(18)
-        settings = dataclasses.replace(settings, write_tokens={token: "admin"})
-        print(f"no --token / AUTOSCHED_TOKENS given: writes need this generated token: {token}",
-              file=sys.stderr, flush=True)
+        settings = dataclasses.replace(settings, admin_tokens={token: "admin"})
+        print(f"no --token / AUTOSCHED_TOKENS / AUTOSCHED_ADMIN_TOKENS given: writes need this generated "
+              f"admin token: {token}", file=sys.stderr, flush=True)
     where = settings.ray_address or f"{settings.max_running_jobs} local worker thread(s)"
     print(f"autosched service on http://{settings.host}:{settings.port}  (jobs on {where})", flush=True)
     server.serve(settings, log_level=args.log_level, access_log=args.access_log)
@@ -217,13 +250,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
-    from autosched.service import server
+    from autosched.measure import ray_node
+    from autosched.service import ray_auth, server
 
     gpus = server.detect_gpus()
     cmd = server.worker_command(args.address, args.num_cpus, args.num_gpus, gpus, args.temp_dir,
                                 args.object_store_memory)
     print(f"joining {args.address} with {len(gpus) if args.num_gpus is None else args.num_gpus} GPU(s) "
           f"{gpus or ''}: {' '.join(cmd)}", flush=True)
+    try:
+        ray_auth.setup_worker(os.environ)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        if not args.dry_run:
+            return 2
+    if ray_node.is_loopback(ray_node.host_of(args.address)):
+        # Ray would swap a loopback address for the outward one and miss a loopback-only head
+        cmd = [sys.executable, "-m", "autosched.measure.ray_node", *cmd[1:]]
     if args.dry_run:
         return 0
     sys.stdout.flush()
@@ -276,7 +319,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--param", action="append", help="keyword argument NAME=VALUE (repeatable)")
     m.add_argument("--dag", default=None, help="JSON file: {'dag': ..., 'args_order': [...]} or a bare DAG")
     m.add_argument("--args-order", default=None, help="build order for a bare --dag, comma separated")
-    m.add_argument("--target", default="cpu")
+    m.add_argument("--target", default="cpu",
+                   help="cpu, cuda, triton, or the exact key of a target a live worker of the service offers")
     m.add_argument("--trials", type=int, default=64)
     m.add_argument("--searcher", default="genetic")
     m.add_argument("--cost-model", default="xgb", choices=["xgb", "random", "none"])
@@ -306,12 +350,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     if best is not None:  # `autosched best KEY --server URL` asks the service instead of a database
         _client_args(best)
         best.add_argument("--source", action="store_true", help="with --server: print primitives and source")
-        local = best.get_default("fn")
+        _remote_or_local(best, cmd_remote_best)
 
-        def best_fn(args: argparse.Namespace) -> int:
-            return _guarded(cmd_remote_best)(args) if args.server else local(args)
+    verify = sub.choices.get("verify")
+    if verify is not None:  # `autosched verify KEY --server URL` queues a verify job on the service
+        _client_args(verify)
+        verify.add_argument("--priority", type=int, default=0, help="with --server: the verify job's priority")
+        verify.add_argument("--wait", action="store_true", help="with --server: follow the job until it ends")
+        verify.add_argument("--wait-timeout", type=float, default=3600.0)
+        _remote_or_local(verify, cmd_remote_verify)
 
-        best.set_defaults(fn=best_fn)
+
+def _remote_or_local(parser: argparse.ArgumentParser, remote: Any) -> None:
+    """`remote` (guarded) when the command was given --server, else the command's local function."""
+    local = parser.get_default("fn")
+
+    def fn(args: argparse.Namespace) -> int:
+        return _guarded(remote)(args) if args.server else local(args)
+
+    parser.set_defaults(fn=fn)
 
 
 def _guarded(fn: Any) -> Any:

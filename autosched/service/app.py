@@ -6,13 +6,16 @@ threads) in the app's lifespan, and stops them when the server stops.
 
 Every malformed request gets a 4xx that says what is wrong: pydantic's 422 for the shape of a
 body, and the library's own errors (ValueError and its kin: WorkloadError, DAGFormatError,
-ScheduleError) mapped to 422 with their message. Only a bug is a 500.
+ScheduleError) mapped to 422 with their message. Only a bug is a 500. A write is refused for its
+token before its body is read, a body stalled mid-way gets 408, and JSON bodies are checked
+against named limits (`service.guards`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -24,6 +27,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Res
 
 from autosched.service.dashboard import PAGE
 from autosched.service.deps import BodyLimitMiddleware, Reader, ServiceState, Svc
+from autosched.service.guards import WriteAuthMiddleware
 from autosched.service.manager import JobManager
 from autosched.service.metrics import MetricsMiddleware, ServiceMetrics
 from autosched.service.settings import ServiceSettings
@@ -47,7 +51,7 @@ def make_executor(settings: ServiceSettings) -> Any:
 def _unprocessable(_: Request, exc: Exception) -> JSONResponse:
     msg = str(exc) or type(exc).__name__
     if isinstance(exc, RecursionError):
-        msg = "the request nests too deeply"
+        msg = f"the request nests too deeply (over the parser's nesting depth limit of about {sys.getrecursionlimit()})"
     return JSONResponse({"detail": msg}, status_code=422)
 
 
@@ -86,10 +90,11 @@ def create_app(settings: ServiceSettings, *, start_manager: bool = True) -> Fast
                     "workload key. Writes need a bearer token. No request ever runs code: an operator is a "
                     "registered op with arguments, or a tensor expression in JSON form.",
     )
-    from autosched.service import routes_data, routes_jobs
+    from autosched.service import routes_data, routes_jobs, routes_verify
 
     app.include_router(routes_jobs.router)
     app.include_router(routes_data.router)
+    app.include_router(routes_verify.router)
     for exc_type in (ValueError, LookupError, TypeError, RecursionError):
         app.add_exception_handler(exc_type, _unprocessable)
     app.add_exception_handler(RequestValidationError, _validation)
@@ -115,6 +120,8 @@ def create_app(settings: ServiceSettings, *, start_manager: bool = True) -> Fast
     def dashboard() -> HTMLResponse:
         return HTMLResponse(PAGE)
 
-    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes, import_limit=settings.max_import_bytes)
-    app.add_middleware(MetricsMiddleware, metrics=metrics)  # added last: outermost, so it sees 413s too
+    app.add_middleware(BodyLimitMiddleware, limit=settings.max_body_bytes, import_limit=settings.max_import_bytes,
+                       timeout_s=settings.body_timeout_s)
+    app.add_middleware(WriteAuthMiddleware, settings=settings)  # outside the limit: no token, no body read
+    app.add_middleware(MetricsMiddleware, metrics=metrics)  # added last: outermost, so it sees 401s and 413s too
     return app

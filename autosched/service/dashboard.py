@@ -106,6 +106,8 @@ async function showSource(key, target) {
   const s = await api("/v1/schedules/" + key + "?target=" + encodeURIComponent(target));
   $("source").className = "";
   $("source").textContent = "# " + s.workload_name + "  " + fmt(s.median_ms, 4) + " ms  " + fmt(s.gflops, 2) + " GFLOP/s on " + s.target +
+    (s.verified ? "  (verified, " : "  (UNVERIFIED, ") + s.n_valid + " valid measurements here" +
+    (s.n_imported ? ", " + s.n_imported + " imported" : "") + ")" +
     "\n\n" + (s.primitives || "") + "\n\n" + (s.source ? s.source.code : "(no source for this target)");
 }
 async function refreshBest() {

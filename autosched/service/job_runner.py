@@ -6,6 +6,8 @@ after every batch, and `should_stop` reads the row's state, so a cancel (DELETE)
 by the job manager (state set back to "queued") is seen between batches by a job on any node.
 The final state is decided by the job manager from the returned `JobOutcome`, never here, so a
 job whose runner vanished (node lost, API restarted) is left for the manager to requeue.
+A job whose request says `"mode": "verify"` re-measures the stored candidates
+(`autosched.tuning.verify.verify_schedules`) instead of searching.
 
 No FastAPI import here: Ray workers import this module.
 """
@@ -13,12 +15,23 @@ No FastAPI import here: Ray workers import this module.
 from __future__ import annotations
 
 import math
+import re
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from tuning_db.types import JobState
+
+_SQL_DETAIL = re.compile(r"\s*\[(?:SQL|parameters): .*", re.S)
+
+
+def safe_error(exc: BaseException, limit: int = 2000) -> str:
+    """`Type: message` without the SQL statement and bound parameters a database error may carry:
+    job errors are stored and shown, and parameters may hold user data."""
+    text = _SQL_DETAIL.sub("", str(exc)).split("\n(Background on this error", 1)[0]
+    return f"{type(exc).__name__}: {text}"[:limit]
 
 
 @dataclass(frozen=True)
@@ -71,6 +84,9 @@ def run_job(spec: JobSpec, stop_event: threading.Event | None = None) -> JobOutc
                 state["stopped"] = row is None or row.state != JobState.RUNNING
             return bool(state["stopped"])
 
+        if req.get("mode") == "verify":
+            return _verify(spec, db, workload, job.target_key, req, should_stop, state)
+
         def on_batch(task: Any) -> None:
             best = task.best_cost if math.isfinite(task.best_cost) else None
             if best is not None and (state["best"] is None or best < state["best"]):
@@ -96,6 +112,22 @@ def run_job(spec: JobSpec, stop_event: threading.Event | None = None) -> JobOutc
         return JobOutcome(spec.job_id, "stopped" if state["stopped"] else "finished", int(state["trials"] or 0),
                           result.measured, result.reused, best, dict(result.errors))
     except Exception as exc:  # noqa: BLE001  reported to the manager, which marks the job failed
-        return JobOutcome(spec.job_id, "error", message=f"{type(exc).__name__}: {exc}"[:2000])
+        return JobOutcome(spec.job_id, "error", message=safe_error(exc))
     finally:
         db.close()
+
+
+def _verify(spec: JobSpec, db: Any, workload: Any, target_key: str, req: dict[str, Any],
+            should_stop: Any, state: dict[str, Any]) -> JobOutcome:
+    """The body of a verify job: re-measure the top candidates, report how many still measure valid."""
+    from autosched.tuning.verify import verify_schedules
+
+    report = verify_schedules(db, workload, target_key, top=int(req.get("top", 5)),
+                              repeats=int(req.get("repeats", 3)), runner=spec.runner, job_id=spec.job_id,
+                              should_stop=should_stop)
+    best = report.best.median if report.best is not None else None
+    db.update_job(spec.job_id, trials_done=len(report.checked), best_median=best)
+    errors = Counter("RULED_OUT" if c.error.startswith("ruled out") else "NOT_VALID"
+                     for c in report.checked if not c.ok)
+    return JobOutcome(spec.job_id, "stopped" if state["stopped"] else "finished", len(report.checked),
+                      measured=len(report.checked), best_cost=best, errors=dict(errors))

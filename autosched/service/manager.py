@@ -191,8 +191,9 @@ class JobManager:
         if out.status == "finished":
             if out.best_cost is None and job.best_median is None:
                 errs = ", ".join(f"{k}: {v}" for k, v in sorted(out.errors.items())) or "none"
-                self._finish(out.job_id, JobState.FAILED,
-                             f"no valid schedule found in {out.trials} trials (errors: {errs})")
+                what = (f"verifying {out.trials} candidate(s) found none valid"
+                        if job.request.get("mode") == "verify" else f"no valid schedule found in {out.trials} trials")
+                self._finish(out.job_id, JobState.FAILED, f"{what} (errors: {errs})")
             else:
                 self._finish(out.job_id, JobState.DONE)
         elif out.status == "lost":

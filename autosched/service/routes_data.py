@@ -1,21 +1,34 @@
 """Data routes: the best schedule of a workload (what a deployment asks at start-up), the
-workloads the database knows, and record export/import as JSON lines."""
+workloads the database knows, and record export/import as JSON lines.
+
+The schedule served is never a disqualified one (a wrong answer, a runtime error or a worker
+crash on any of its measurements), and the response says whether it is verified (measured valid
+here at least 3 times) or rests on fewer or imported measurements. An import streams to a
+temporary file and every line is checked before it is stored (`autosched.tuning.imports`).
+"""
 
 from __future__ import annotations
 
+import codecs
 import io
 import json
 import logging
-from typing import Annotated
+import tempfile
+from collections.abc import Callable
+from typing import Annotated, TypeVar
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi import Path as PathParam
+from starlette.concurrency import run_in_threadpool
 
 from autosched.service.deps import Reader, ServiceState, Svc, Writer
+from autosched.service.guards import GuardedRoute
 from autosched.service.schemas import (
+    MAX_REFUSED_SHOWN,
     BestOut,
     ImportOut,
     Problem,
+    RefusedOut,
     ScheduleOut,
     SourceOut,
     WorkloadList,
@@ -23,31 +36,54 @@ from autosched.service.schemas import (
     gflops,
 )
 from autosched.target.key import Target
+from autosched.tuning.imports import import_records as import_checked
 from autosched.workload import registered_workloads
-from tuning_db.types import Record
+from tuning_db.types import ORIGIN_IMPORT, Record, Standing
 
 log = logging.getLogger("autosched.service")
-router = APIRouter(tags=["schedules"])
+router = APIRouter(tags=["schedules"], route_class=GuardedRoute)
 WorkloadKey = Annotated[str, PathParam(pattern=r"^[0-9a-f]{64}$", description="sha256 hex of the workload")]
 TargetQ = Annotated[str, Query(min_length=1, max_length=128, description="'cpu' or a full key 'cpu|device|cores'")]
+T = TypeVar("T")
+IMPORT_CHUNK = 1 << 16
+
+
+def resolve_key(svc: ServiceState, target: str, find: Callable[[str], T | None]) -> tuple[str, T | None]:
+    """(target key, `find(key)`). A full key is used as given; for a bare kind, this host's key if
+    `find` has something there, else the first stored key of that kind where it has (a lookup host
+    need not be the tuning host). One lookup in the common case."""
+    if "|" in target:
+        Target.parse(target)  # ValueError (422) for a malformed key
+        return target, find(target)
+    host = Target.parse(target).key
+    hit = find(host)
+    if hit is not None:
+        return host, hit
+    for k in sorted(t.key for t in svc.db.targets() if t.kind == target and t.key != host):
+        hit = find(k)
+        if hit is not None:
+            return k, hit
+    return host, None
 
 
 def resolve_best(svc: ServiceState, workload_key: str, target: str) -> tuple[str, Record | None]:
-    """(target key, best record or None). A full key is used as given; for a bare kind, this
-    host's key if it has a record, else the first stored key of that kind that has one (a lookup
-    host need not be the tuning host). One index seek in the common case."""
-    if "|" in target:
-        Target.parse(target)  # ValueError (422) for a malformed key
-        return target, svc.db.best(workload_key, target)
-    host = Target.parse(target).key
-    rec = svc.db.best(workload_key, host)
-    if rec is not None:
-        return host, rec
-    for k in sorted(t.key for t in svc.db.targets() if t.kind == target and t.key != host):
-        rec = svc.db.best(workload_key, k)
-        if rec is not None:
-            return k, rec
-    return host, None
+    """(target key, best record or None): `TuningDB.best` never returns a disqualified schedule."""
+    return resolve_key(svc, target, lambda k: svc.db.best(workload_key, k))
+
+
+def served(svc: ServiceState, workload_key: str, target: str) -> tuple[str, Record | None, Standing | None]:
+    """(target key, record, its standing) of the schedule `GET /v1/schedules/{key}` serves. The
+    standing is checked again here, so a disqualified schedule is never served whatever ranks it."""
+    tk, rec = resolve_best(svc, workload_key, target)
+    if rec is None:
+        return tk, None, None
+    st = svc.db.standing(workload_key, tk, rec.steps_hash)
+    if st is not None and not st.disqualified:
+        return tk, rec, st
+    for cand in svc.db.standings(workload_key, tk):
+        if cand.record is not None and not cand.disqualified and cand.record.median is not None:
+            return tk, cand.record, cand
+    return tk, None, None
 
 
 def _render(svc: ServiceState, rec_id: int, workload_spec: dict, target_key: str, steps_json: str
@@ -84,16 +120,18 @@ def best_schedule(workload_key: WorkloadKey, svc: Svc, _: Reader,
     """The best record of a workload on a target: steps, cost, primitive calls and generated source.
 
     404 with a plain message when the database has none: never a silent fallback."""
-    tk, rec = resolve_best(svc, workload_key, target)
+    tk, rec, st = served(svc, workload_key, target)
     info = svc.workload(workload_key)
-    if rec is None or info is None or rec.median is None:
+    if rec is None or st is None or info is None or rec.median is None:
         raise HTTPException(404, f"no tuned schedule for workload {workload_key} on target {tk}; "
-                                 "submit a tuning job for it (POST /v1/jobs)")
+                                 "submit a tuning job for it (POST /v1/jobs), or see why candidates are not "
+                                 f"served: GET /v1/schedules/{workload_key}/standings")
     primitives, src = _render(svc, rec.id, dict(info.spec), tk, rec.steps_json) if source else (None, None)
     return ScheduleOut(
         workload_key=workload_key, workload_name=info.name, target=tk, record_id=rec.id,
         median_ms=rec.median * 1e3, gflops=gflops(info.flops, rec.median), steps=rec.steps,
-        primitives=primitives, source=src, host=rec.host, device=rec.device, created=rec.created)
+        primitives=primitives, source=src, host=rec.host, device=rec.device, created=rec.created,
+        verified=st.verified, n_valid=st.n_valid, n_imported=st.n_imported, origin=rec.origin)
 
 
 @router.get("/v1/workloads", response_model=WorkloadList)
@@ -133,17 +171,40 @@ def export_records(svc: Svc, _: Reader,
              responses={401: {"model": Problem}, 413: {"model": Problem}, 422: {"model": Problem}},
              openapi_extra={"requestBody": {"required": True, "content": {
                  "application/x-ndjson": {"schema": {"type": "string"}}}}})
-async def import_records(request: Request, _: Writer,
-                         svc: Svc) -> ImportOut:
-    """Import JSON lines written by the export; all or nothing, duplicates skipped."""
-    body = await request.body()
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise HTTPException(422, f"the body is not UTF-8 text: {exc}") from None
-    if not text.strip():
-        raise HTTPException(422, "the body is empty; expected JSON lines starting with the format header")
-    from starlette.concurrency import run_in_threadpool
-
-    n = await run_in_threadpool(svc.db.import_jsonl, io.StringIO(text))  # ValueError -> 422 naming the line
-    return ImportOut(imported=n)
+async def import_records(request: Request, owner: Writer, svc: Svc) -> ImportOut:
+    """Import JSON lines written by the export. Every line is checked (its steps replay on its
+    workload, the workload key is the hash of its spec, costs are finite and positive) and stored
+    unverified with its origin; refused lines are listed with their number and reason (still 200).
+    422 for a wrong header, an empty body or one that is not UTF-8."""
+    limit = svc.settings.max_import_bytes
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    with tempfile.TemporaryFile(prefix="autosched-import-") as tmp:
+        size, content = 0, False
+        async for chunk in request.stream():  # to disk as it arrives: never the whole body in memory
+            if not chunk:
+                continue
+            try:
+                text = decoder.decode(chunk)
+            except UnicodeDecodeError as exc:
+                raise HTTPException(422, f"the body is not UTF-8 text (invalid byte at offset "
+                                         f"{size + max(0, exc.start)})") from None
+            content = content or bool(text.strip())
+            size += len(chunk)
+            if size > limit:
+                raise HTTPException(413, f"request body is larger than this server's import limit of {limit} bytes")
+            tmp.write(chunk)
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            raise HTTPException(422, "the body is not UTF-8 text (it ends inside a character)") from None
+        if not content:
+            raise HTTPException(422, "the body is empty; expected JSON lines starting with the format header")
+        tmp.seek(0)
+        origin = f"{ORIGIN_IMPORT}:{owner}" if owner else ORIGIN_IMPORT
+        text_file = io.TextIOWrapper(tmp, encoding="utf-8", newline="")
+        try:
+            report = await run_in_threadpool(import_checked, svc.db, text_file, origin=origin)  # ValueError: 422
+        finally:
+            text_file.detach()
+    return ImportOut(imported=report.imported, duplicates=report.duplicates, n_refused=report.n_refused,
+                     refused=[RefusedOut(line=r.line_no, reason=r.reason) for r in report.refused[:MAX_REFUSED_SHOWN]])

@@ -1,4 +1,7 @@
-"""Job routes: submit, list, inspect, cancel, and the tuning curve (JSON or PNG)."""
+"""Job routes: submit, list, inspect, cancel, and the tuning curve (JSON or PNG).
+
+A job may only name a target some live worker offers (`service.targets`), so its records are
+filed under the device they are measured on; only its owner or an admin may cancel it."""
 
 from __future__ import annotations
 
@@ -11,19 +14,20 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, HTTPException, Query, Response
 from fastapi import Path as PathParam
 
-from autosched.service.deps import Reader, ServiceState, Svc, Writer
+from autosched.service.deps import Reader, ServiceState, Svc, WriteCaller, Writer
+from autosched.service.guards import GuardedRoute
 from autosched.service.schemas import CurveOut, JobCreate, JobList, JobOut, Problem, gflops
+from autosched.service.targets import resolve_target
 from autosched.service.workloads import build_workload
-from autosched.target.key import Target
 from autosched.tuning.api import register
 from tuning_db.types import JobInfo, JobState
 
-router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"], route_class=GuardedRoute)
 JobId = Annotated[str, PathParam(min_length=1, max_length=36, pattern=r"^[A-Za-z0-9-]+$")]
 _PLOT_LOCK = threading.Lock()  # pyplot keeps global state
 
 
-def _job_out(svc: ServiceState, job: JobInfo, records: int | None = None) -> JobOut:
+def job_out(svc: ServiceState, job: JobInfo, records: int | None = None) -> JobOut:
     info = svc.workload(job.workload_key)
     flops = info.flops if info else 0.0
     req = job.request
@@ -34,7 +38,8 @@ def _job_out(svc: ServiceState, job: JobInfo, records: int | None = None) -> Job
         best_median_ms=best * 1e3 if best else None,
         best_gflops=gflops(flops, best) if best and flops else None,
         searcher=str(req.get("searcher", "")), cost_model=str(req.get("cost_model", "")),
-        priority=int(req.get("priority", 0)), owner=job.owner, error=job.error,
+        priority=int(req.get("priority", 0)), owner=job.owner, cancelled_by=job.cancelled_by,
+        mode="verify" if req.get("mode") == "verify" else "tune", error=job.error,
         created=job.created, updated=job.updated)
 
 
@@ -54,14 +59,14 @@ def submit_job(body: JobCreate, owner: Writer, svc: Svc) -> JobOut:
         raise HTTPException(422, f"trials={body.trials} is over this server's limit of {s.max_trials}")
     if body.batch_size > s.max_batch_size:
         raise HTTPException(422, f"batch_size={body.batch_size} is over this server's limit of {s.max_batch_size}")
-    target = Target.parse(body.target)  # ValueError -> 422 naming the known targets
+    target = resolve_target(body.target, svc.offered_targets())  # TargetRefused -> 422 naming the offered ones
     w = build_workload(body.workload, s)
     register(svc.db, w, target)
     request = body.model_dump(exclude={"workload"})
     request["workload"] = body.workload.model_dump()
     job = svc.db.create_job(w.key, target.key, request=request, owner=owner)
     svc.manager.wake()
-    return _job_out(svc, job)
+    return job_out(svc, job)
 
 
 @router.get("", response_model=JobList)
@@ -71,27 +76,33 @@ def list_jobs(svc: Svc, _: Reader,
               limit: Annotated[int, Query(ge=1, le=10_000)] = 200) -> JobList:
     """Jobs, newest first."""
     jobs = svc.db.list_jobs(state_)[::-1][: min(limit, svc.settings.max_list)]
-    return JobList(jobs=[_job_out(svc, j) for j in jobs])
+    return JobList(jobs=[job_out(svc, j) for j in jobs])
 
 
 @router.get("/{job_id}", response_model=JobOut, responses={404: {"model": Problem}})
 def get_job(job_id: JobId, svc: Svc, _: Reader) -> JobOut:
     """State, trials done, best so far, error, and how many measurements the job stored."""
-    return _job_out(svc, _get(svc, job_id), svc.db.count_records(job_id=job_id))
+    return job_out(svc, _get(svc, job_id), svc.db.count_records(job_id=job_id))
 
 
-@router.delete("/{job_id}", response_model=JobOut, responses={404: {"model": Problem}, 409: {"model": Problem}})
-def cancel_job(job_id: JobId, _: Writer, svc: Svc) -> JobOut:
-    """Cancel a queued or running job (a running one stops after its current batch)."""
+@router.delete("/{job_id}", response_model=JobOut,
+               responses={403: {"model": Problem}, 404: {"model": Problem}, 409: {"model": Problem}})
+def cancel_job(job_id: JobId, who: WriteCaller, svc: Svc) -> JobOut:
+    """Cancel a queued or running job (a running one stops after its current batch). Only the
+    job's owner or an admin token may; 403 for any other token."""
     job = _get(svc, job_id)
+    if not who.admin and who.name != job.owner:
+        raise HTTPException(403, f"only the job's owner ({job.owner or 'none recorded'}) or an admin token may "
+                                 f"cancel job {job_id}; this token belongs to {who.name}")
     if job.finished:
         raise HTTPException(409, f"job {job_id} is already {job.state}")
     try:
-        job = svc.db.update_job(job_id, state=JobState.CANCELLED, error="cancelled by request")
+        job = svc.db.update_job(job_id, state=JobState.CANCELLED, error=f"cancelled by {who.name}",
+                                cancelled_by=who.name)
     except ValueError as exc:  # it finished meanwhile
         raise HTTPException(409, str(exc)) from None
     svc.manager.wake()
-    return _job_out(svc, job)
+    return job_out(svc, job)
 
 
 def curve_points(svc: ServiceState, job: JobInfo) -> list[tuple[int, float]]:

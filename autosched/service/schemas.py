@@ -18,7 +18,12 @@ ArgValue = Scalar | Annotated[list[Scalar], Field(max_length=16)]  # a shape or 
 Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 SEARCHERS = Literal["random", "grid", "annealing", "genetic", "rl"]
 TargetSpec = Annotated[str, Field(min_length=1, max_length=128, examples=["cpu"],
-                                  description="'cpu', 'cuda', 'triton', or a full target key 'kind|device|cores'")]
+                                  description="'cpu', 'cuda', 'triton', or the exact key 'kind|device|cores' of a "
+                                              "target a live worker offers")]
+
+
+MAX_REFUSED_SHOWN = 1000
+"""Refused import lines listed in a response (all are counted)."""
 
 
 def gflops(flops: float, seconds: float) -> float:
@@ -31,7 +36,7 @@ class _Strict(BaseModel):
 
 
 class OpWorkload(_Strict):
-    """A registered op of the library (`GET /v1/workloads/ops` lists them) with its arguments."""
+    """A registered op of the library (`GET /v1/workloads` lists them under `ops`) with its arguments."""
 
     op: Name = Field(examples=["matmul"])
     args: list[ArgValue] = Field(default_factory=list, max_length=32, examples=[[32, 32, 32]])
@@ -78,6 +83,9 @@ class JobOut(BaseModel):
     cost_model: str
     priority: int
     owner: str
+    cancelled_by: str = Field("", description="who cancelled the job (owner or admin name), if it was cancelled")
+    mode: Literal["tune", "verify"] = Field("tune", description="tune: search; verify: re-measure stored "
+                                                                 "candidates (POST /v1/schedules/{key}/verify)")
     error: str
     created: datetime
     updated: datetime
@@ -112,6 +120,36 @@ class ScheduleOut(BaseModel):
     host: str
     device: str
     created: datetime
+    verified: bool = Field(description="measured valid at least 3 times on this service's workers; an unverified "
+                                       "schedule (e.g. imported) is served only while no verified one exists")
+    n_valid: int = Field(description="valid local measurements of this schedule")
+    n_imported: int = Field(description="measurements of this schedule imported from elsewhere")
+    origin: str = Field(description="'' when the served record was measured here, else where it came from "
+                                    "('import...')")
+
+
+class StandingOut(BaseModel):
+    """Where one candidate schedule stands, and why it is or is not served."""
+
+    steps_hash: str
+    record_id: int | None
+    median_ms: float | None
+    gflops: float | None
+    n_valid: int
+    n_imported: int
+    n_disqualifying: int = Field(description="measurements that failed in a way that disqualifies it "
+                                             "(runtime error, wrong answer, worker crash)")
+    verified: bool
+    disqualified: bool
+    origin: str
+    reason: str = Field(description="why the schedule stands where it does (e.g. why it is not served)")
+
+
+class StandingList(BaseModel):
+    workload_key: str
+    target: str
+    served_steps_hash: str | None = Field(description="the candidate `GET /v1/schedules/{key}` serves, if any")
+    standings: list[StandingOut]
 
 
 class BestOut(BaseModel):
@@ -136,8 +174,17 @@ class WorkloadList(BaseModel):
     ops: list[str] = Field(description="registered op names that `POST /v1/jobs` accepts")
 
 
+class RefusedOut(BaseModel):
+    line: int = Field(description="1-based line number in the uploaded file")
+    reason: str
+
+
 class ImportOut(BaseModel):
     imported: int
+    duplicates: int
+    n_refused: int
+    refused: list[RefusedOut] = Field(description=f"refused lines with their reasons (the first {MAX_REFUSED_SHOWN} "
+                                                  "when there are more; `n_refused` counts all)")
 
 
 class Problem(BaseModel):

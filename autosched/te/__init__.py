@@ -24,6 +24,7 @@ from autosched.te.intrin import (
     sqrt,
     tanh,
 )
+from autosched.te.read_bounds import ReadOutOfBoundsError
 from autosched.te.serialize import DAGFormatError
 from autosched.te.tensor import (
     ComputeOp,
@@ -40,8 +41,8 @@ from autosched.te.tensor import (
 )
 
 __all__ = [
-    "ComputeDAG", "ComputeOp", "DAGFormatError", "Expr", "IterVar", "PlaceholderOp", "Reduce", "Reducer",
-    "Tensor", "Var", "abs", "all", "any", "cast", "ceil", "comm_reducer", "compute", "const", "eq", "erf",
+    "ComputeDAG", "ComputeOp", "DAGFormatError", "Expr", "IterVar", "PlaceholderOp", "ReadOutOfBoundsError", "Reduce",
+    "Reducer", "Tensor", "Var", "abs", "all", "any", "cast", "ceil", "comm_reducer", "compute", "const", "eq", "erf",
     "exp", "floor", "if_then_else", "log", "max", "maximum", "min", "minimum", "ne", "placeholder", "pow",
     "power", "reduce_axis", "rsqrt", "sigmoid", "sqrt", "sum", "tanh",
 ]

@@ -308,9 +308,13 @@ def as_expr(x: Any, dtype_hint: str | None = None) -> Expr:
     if isinstance(x, bool):
         return Const(x, "bool")
     if isinstance(x, int):
+        fits32 = -(2 ** 31) <= x < 2 ** 31
         if dtype_hint is not None and dtype_hint != "bool":
-            return Const(float(x) if is_float(dtype_hint) else x, dtype_hint)
-        return Const(x, "int32" if -(2 ** 31) <= x < 2 ** 31 else "int64")
+            if is_float(dtype_hint):
+                return Const(float(x), dtype_hint)
+            # `i + 2**40` must not become an int32 constant that C would truncate
+            return Const(x, dtype_hint if fits32 or dtype_hint != "int32" else "int64")
+        return Const(x, "int32" if fits32 else "int64")
     if isinstance(x, float):
         if dtype_hint is not None and is_float(dtype_hint):
             return Const(x, dtype_hint)

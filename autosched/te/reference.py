@@ -4,7 +4,8 @@ Each compute is evaluated over a broadcast index grid (spatial axes first, then 
 float64 for float dtypes, in chunks so memory stays bounded, and rounded to the stage's dtype at
 the stage boundary (as the kernels store it). Sum-of-products over plain axes (matmul, batch
 matmul, dense) goes through `np.einsum`, which is orders of magnitude faster than the grid.
-Reads are clamped into bounds: an out-of-bounds index can only appear in the unselected branch
+Reads are clamped into bounds: `te.compute` refuses reads it cannot prove inside their tensor
+(`autosched.te.read_bounds`), so an out-of-bounds index can only appear in the unselected branch
 of `if_then_else` (padding), whose value is discarded.
 """
 

@@ -25,6 +25,7 @@ from autosched.te.expr import (
     Var,
     check_name,
 )
+from autosched.te.interval import INT_LIMITS
 
 
 class DAGFormatError(ValueError):
@@ -111,6 +112,8 @@ def expr_from_json(j: Any, vars_: dict[str, Var], tensors: dict[str, Any]) -> Ex
             value, dtype = _unnum(j[1]), _dtype(j[2])
             if (dtype == "bool") != isinstance(value, bool) or (dtype in INT_DTYPES and not isinstance(value, int)):
                 raise DAGFormatError(f"constant {j[1]!r} is not a {dtype} value")
+            if dtype in INT_LIMITS and not INT_LIMITS[dtype][0] <= value <= INT_LIMITS[dtype][1]:
+                raise DAGFormatError(f"constant {j[1]!r} does not fit {dtype}")
             return Const(value, dtype)
         if tag == "v":
             if j[1] not in vars_:

@@ -21,6 +21,8 @@ from autosched.te.expr import (
     check_name,
     walk,
 )
+from autosched.te.read_bounds import check_reads
+from autosched.te.text import expr_text
 
 
 class Operation:
@@ -79,7 +81,8 @@ class Tensor:
         for k, x in enumerate(idx):
             e = as_expr(x)
             if e.dtype not in ("int32", "int64"):
-                raise TypeError(f"tensor {self.name!r}: index {k} has dtype {e.dtype}, needs an integer")
+                raise TypeError(f"tensor {self.name!r}: index {k} has dtype {e.dtype}, needs an integer "
+                                f"(index {expr_text(e)})")
             out.append(e)
         return TensorRead(self, tuple(out))
 
@@ -155,6 +158,7 @@ def compute(
     if body.dtype == "bool":
         raise ValueError(f"compute {name!r}: body is a boolean; use te.if_then_else to make a value")
     _check_body(name, body, axis)
+    check_reads(name, body, axis)
     return Tensor(ComputeOp(name, axis, body, body.dtype, tag), dims, body.dtype)
 
 

@@ -91,7 +91,7 @@ BAD = [
     ({"workload": {"op": "matmul", "args": [4096, 4096, 4096]}}, "this server accepts at most"),
     ({"workload": {"op": "matmul", "args": ["a", 2, 3]}}, "matmul"),
     ({"workload": {"op": "matmul", "args": [-4, 2, 3]}}, "matmul"),
-    ({"workload": {"op": "matmul", "args": [16, 16, 16]}, "target": "tpu"}, "unknown target 'tpu'"),
+    ({"workload": {"op": "matmul", "args": [16, 16, 16]}, "target": "tpu"}, "target 'tpu' is not offered"),
     ({"workload": {"op": "matmul", "args": [16, 16, 16]}, "trials": 501}, "over this server's limit"),
     ({"workload": {"op": "matmul", "args": [16, 16, 16]}, "searcher": "magic"}, "searcher"),
     ({"workload": {"op": "matmul", "args": [16, 16, 16]}, "code": "import os"}, "Extra inputs"),
@@ -188,10 +188,12 @@ def test_export_then_import_into_another_server(tmp_path: Path) -> None:
     s2 = settings(tmp_path / "b", max_import_bytes=1 << 20)
     with TestClient(create_app(s2)) as c:
         r = c.post("/v1/records/import", content=text, headers={**AUTH, "content-type": "application/x-ndjson"})
-        assert r.status_code == 200 and r.json() == {"imported": 2}
-        assert c.post("/v1/records/import", content=text, headers=AUTH).json() == {"imported": 0}  # duplicates
+        assert r.status_code == 200 and r.json() == {"imported": 2, "duplicates": 0, "n_refused": 0, "refused": []}
+        again = c.post("/v1/records/import", content=text, headers=AUTH).json()
+        assert again["imported"] == 0 and again["duplicates"] == 2
         r = c.post("/v1/records/import", content=text.replace('"costs"', '"kosts"'), headers=AUTH)
-        assert r.status_code == 422 and "line 2" in r.json()["detail"]
+        assert r.status_code == 200 and r.json()["n_refused"] == 2, r.text  # each bad line refused, by number
+        assert [x["line"] for x in r.json()["refused"]] == [2, 3] and "costs" in r.json()["refused"][0]["reason"]
         assert c.post("/v1/records/import", content=b"\xff\xfe", headers=AUTH).status_code == 422
         assert c.post("/v1/records/import", content=b"", headers=AUTH).status_code == 422
         assert c.get(f"/v1/schedules/{key}").status_code == 200

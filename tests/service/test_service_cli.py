@@ -14,8 +14,10 @@ from autosched.cli import service_commands as cli_service
 from autosched.cli.main import build_parser
 from autosched.service.server import parse_gpu_list, worker_command
 from autosched.service.settings import ServiceSettings, parse_tokens, settings_from_env
+from autosched.target.key import Target
 from tests.support.service_helpers import TOKEN, ApiServer
-from tuning_db import sqlite_url
+from tuning_db import TuningDB, sqlite_url
+from tuning_db.types import RecordIn
 
 
 def test_tokens_and_settings_from_env() -> None:
@@ -83,9 +85,10 @@ def test_worker_command_joins_with_detected_gpus() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(300)
 def test_client_commands_against_a_live_server(tmp_path: Path) -> None:
-    server = ApiServer(sqlite_url(tmp_path / "cli.db"), tmp_path, max_running_jobs=0)
+    bob = "bob-token-0123456"
+    server = ApiServer(sqlite_url(tmp_path / "cli.db"), tmp_path, max_running_jobs=0, extra=["--token", f"bob:{bob}"])
     server.start()
 
     def cli(*argv: str, token: str | None = TOKEN) -> subprocess.CompletedProcess[str]:
@@ -106,10 +109,26 @@ def test_client_commands_against_a_live_server(tmp_path: Path) -> None:
         assert r.returncode == 0 and json.loads(r.stdout)[0]["id"] == job_id
         r = cli("status", job_id)
         assert r.returncode == 0 and "queued" in r.stdout
+        r = cli("cancel", job_id, token=bob)  # another owner's job: refused, naming the rule
+        assert r.returncode == 2 and "HTTP 403" in r.stderr and "owner (admin)" in r.stderr
         r = cli("cancel", job_id)
-        assert r.returncode == 0 and "cancelled" in r.stdout
+        assert r.returncode == 0 and "cancelled" in r.stdout and "cancelled by admin" in r.stdout
         r = cli("best", key)
         assert r.returncode == 2 and "no tuned schedule" in r.stderr
+        r = cli("verify", key)
+        assert r.returncode == 2 and "HTTP 404" in r.stderr and "to verify" in r.stderr
+        db = TuningDB(server.db_url)  # one record measured once: served, but unverified
+        db.commit_records([RecordIn(key, Target.parse("cpu").key, [], (1e-5,))])
+        db.close()
+        r = cli("best", key)
+        assert r.returncode == 0 and json.loads(r.stdout)["verified"] is False and "unverified" in r.stderr
+        r = cli("verify", key, "--top", "2")
+        assert r.returncode == 0 and "submitted verify job" in r.stdout, r.stderr
+        r = cli("status", "--json")
+        [verify_job] = [j for j in json.loads(r.stdout) if j["mode"] == "verify"]
+        assert verify_job["owner"] == "admin" and verify_job["trials"] == 2 and verify_job["state"] == "queued"
+        r = cli("submit", "matmul", "16", "16", "16", "--target", "cpu|AMD EPYC 9654 (znver4)|64")
+        assert r.returncode == 2 and "HTTP 422" in r.stderr and "not offered" in r.stderr
         r = subprocess.run([sys.executable, "-m", "autosched.cli.main", "status", "--server",
                             "http://127.0.0.1:1"], capture_output=True, text=True, timeout=60, check=False)
         assert r.returncode == 2 and "cannot reach the service" in r.stderr

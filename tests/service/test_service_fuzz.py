@@ -83,3 +83,37 @@ def test_the_fuzz_reached_the_handlers(fuzz_server) -> None:
             if status in counts:
                 counts[status] += int(float(line.rsplit(" ", 1)[1]))
     assert all(n > 0 for n in counts.values()), counts
+
+
+HOSTILE = [  # (body bytes, what the 4xx must name): issue 27's payloads, against the live server
+    (b'{"workload": {"op": "matmul", "args": [' + b"[" * 10_000 + b"1" + b"]" * 10_000 + b"]}}",
+     "JSON nesting depth limit"),
+    (b'{"workload": {"op": "matmul\xff", "args": [16, 16, 16]}}', "UTF-8"),
+    (b'{"workload": {"op": "matmul", "args": [' + b"7" * 5000 + b", 16, 16]}}", "integer digit limit"),
+    (b'{"workload": {"op": "matmul", "args": [NaN, 16, 16]}}', "NaN"),
+    (b'{"workload": {"op": "matmul", "args": [16, 16, 16]}, "target": "cpu\\u0000"}', "target"),
+    (b'{"workload": {"op": "matmul", "args": [16, 16, 16]}, "target": "cpu|AMD EPYC 9654 (znver4)|64"}',
+     "not offered"),
+    (b'{"workload": {"op": "matmul", "args": [16, 16, 16]}, "target": "cpu; rm -rf /"}', "not offered"),
+    (b'{"workload": {"op": "matmul", "args": [16, 16, "f\\u0000"]}}', "workload.args[2]"),
+]
+
+
+def test_hostile_payloads_get_a_4xx_naming_the_problem(fuzz_server) -> None:
+    import httpx
+
+    with httpx.Client(base_url=fuzz_server.url, timeout=30) as c:
+        for body, needle in HOSTILE:
+            r = c.post("/v1/jobs", content=body, headers={**AUTH, "content-type": "application/json"})
+            assert 400 <= r.status_code < 500 and needle in r.text, (needle, r.status_code, r.text[:300])
+        r = c.get("/v1/schedules/" + "ab" * 32, params={"target": "cpu|x\x00|1"})
+        assert r.status_code == 422 and "'target'" in r.text, r.text
+        r = c.post("/v1/records/import", content=b'{"format": "autosched-records", "version": 1}\n{"x": "\xff"}\n',
+                   headers=AUTH)
+        assert r.status_code == 422 and "UTF-8" in r.text, r.text
+        r = c.post("/v1/records/import", content=b'{"format": "autosched-records", "version": 1}\n{"x": 1}\n\x00\n',
+                   headers=AUTH)
+        assert r.status_code == 200 and r.json()["n_refused"] == 2, r.text
+        r = c.post("/v1/records/import", content=b"x" * 1000)  # no token: refused before the body
+        assert r.status_code == 401, r.text
+    assert "Traceback" not in fuzz_server.log_tail(100_000), fuzz_server.log_tail(3000)

@@ -118,6 +118,20 @@ def test_manager_without_a_valid_schedule_fails_the_job(db: TuningDB) -> None:
     assert j.state == "failed" and "no valid schedule" in j.error and "COMPILE_ERROR: 8" in j.error
 
 
+def test_a_verify_job_that_finds_nothing_valid_fails_saying_so(db: TuningDB) -> None:
+    ex = FakeExecutor()
+    mgr = JobManager(db, ServiceSettings(db_url=str(db.settings.url)), ex)
+    w, t = Workload.create("matmul", 8, 8, 8), Target.parse("cpu")
+    register(db, w, t)
+    job = db.create_job(w.key, t.key, request={"mode": "verify", "top": 2, "trials": 2}).id
+    mgr.tick()
+    assert ex.launched == [job]
+    ex.ended = [JobOutcome(job, "finished", trials=2, errors={"RULED_OUT": 2})]
+    mgr.tick()
+    j = db.get_job(job)
+    assert j.state == "failed" and "verifying 2 candidate(s) found none valid" in j.error and "RULED_OUT: 2" in j.error
+
+
 def test_manager_resumes_running_jobs_on_start_and_preempts_for_priority(db: TuningDB) -> None:
     s = ServiceSettings(db_url=str(db.settings.url), max_running_jobs=1, poll_interval_s=0.05)
     stale = _job(db)

@@ -133,3 +133,68 @@ def job_body(op: str, args: list, trials: int = 8, **kw: Any) -> dict:
             "cost_model": "none", "batch_size": 4}
     body.update(kw)
     return body
+
+
+def sample_steps(w: Any, seed: int) -> list:
+    """A random valid CPU schedule of workload `w` as steps JSON (distinct seeds: distinct schedules)."""
+    import numpy as np
+
+    from autosched.space.registry import make_space
+
+    space = make_space(w, "cpu")
+    return space.apply(space.space.sample(np.random.default_rng(seed))).steps_json()
+
+
+def export_line(w: Any, target: Any, steps: list, costs: list[float], **fields: Any) -> dict:
+    """One record line of the export format (`POST /v1/records/import` reads them after the header)."""
+    from tuning_db.canonical import steps_hash
+
+    line = {"workload": {"key": w.key, "name": w.name, "spec": w.to_dict(), "flops": w.flops},
+            "target": {"key": target.key, "kind": target.kind,
+                       "spec": {"kind": target.kind, "device": target.device, "cores": target.cores}},
+            "steps": steps, "steps_hash": steps_hash(steps), "costs": costs, "error_code": 0, "error_msg": "",
+            "build_seconds": 0.1, "run_seconds": 0.1, "host": "elsewhere", "device": "", "worker_id": "",
+            "created": "2025-01-01T00:00:00+00:00", "format_version": 1}
+    line.update(fields)
+    return line
+
+
+EXPORT_HEADER = '{"format": "autosched-records", "version": 1}'
+
+ALICE_TOKEN, BOB_TOKEN, ROOT_TOKEN = "alice-token-0123", "bob-token-012345", "root-token-012345"
+
+
+def hostile_settings(db_url: str, **kw: Any) -> Any:
+    """Settings for the hostile-input tests: write tokens admin/alice/bob, a viewer, an admin token
+    "root", no job runs, small limits."""
+    from autosched.service.settings import ServiceSettings
+
+    base = dict(db_url=db_url, write_tokens={TOKEN: "admin", ALICE_TOKEN: "alice", BOB_TOKEN: "bob"},
+                read_tokens={READ_TOKEN: "viewer"}, admin_tokens={ROOT_TOKEN: "root"}, max_running_jobs=0,
+                max_trials=500, max_tensor_elements=1 << 20, max_body_bytes=64 * 1024, max_import_bytes=1 << 20)
+    base.update(kw)
+    return ServiceSettings(**base)
+
+
+def set_gpu(monkeypatch: Any, model: str) -> None:
+    """What this host's GPU probe says ("" for none), in both modules that hold the function."""
+    monkeypatch.setattr("autosched.target.gpu.gpu_model", lambda: model)
+    monkeypatch.setattr("autosched.target.key.gpu_model", lambda: model)
+
+
+def seed_records(db_url: str, rows: list[tuple[list, tuple[float, ...], int, str]], w: Any = None) -> None:
+    """Records (steps, costs, error_code, error_msg) of workload `w` (matmul 16^3 by default) on this
+    host's CPU target."""
+    from autosched.target.key import Target
+    from autosched.tuning.api import register
+    from autosched.workload import Workload
+    from tuning_db import TuningDB
+    from tuning_db.types import RecordIn
+
+    w = w or Workload.create("matmul", 16, 16, 16)
+    db = TuningDB(db_url)
+    t = Target.parse("cpu")
+    register(db, w, t)
+    db.commit_records([RecordIn(w.key, t.key, steps, costs, error_code=code, error_msg=msg)
+                       for steps, costs, code, msg in rows])
+    db.close()

@@ -77,6 +77,13 @@ def test_planted_lines_are_refused_by_number_and_the_rest_kept(db: TuningDB) -> 
     assert all(r.median > 0 for r in db.records())
 
 
+def test_a_line_nested_too_deeply_is_refused_alone(db: TuningDB) -> None:
+    deep = '{"workload": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    report = db.import_jsonl(_file(line(0, 2e-3), deep, line(1, 3e-3)))
+    assert report.imported == 2 and [(r.line_no, r.reason) for r in report.refused] == [
+        (3, "JSON nested too deeply to read")]
+
+
 def test_imported_only_schedules_are_unverified(db: TuningDB) -> None:
     report = db.import_jsonl(_file(*[line(0, 1e-3 + k * 1e-6) for k in range(5)]))
     assert report.imported == 5
