@@ -14,7 +14,7 @@ import pytest
 from autosched.cli.main import main
 from autosched.space.registry import make_space
 from autosched.target.key import Target
-from autosched.tuning.api import tune
+from autosched.tuning.api import UnverifiedScheduleWarning, apply_best, tune
 from autosched.tuning.imports import import_records
 from autosched.tuning.verify import verify_schedules
 from autosched.workload import Workload
@@ -129,3 +129,13 @@ def test_verify_of_another_machines_target_is_refused(db) -> None:
 def test_verify_with_nothing_stored_says_so(db) -> None:
     with pytest.raises(LookupError, match="to verify"):
         verify_schedules(db, W, "cpu")
+
+
+def test_apply_best_builds_an_imported_best_but_warns_that_it_is_unverified(db, tmp_path) -> None:
+    import_records(db, _write(tmp_path / "in.jsonl", [_line(_steps(3), 2e-5)]))
+    with pytest.warns(UnverifiedScheduleWarning, match="autosched verify"):
+        f = apply_best(W, "cpu", db=db)
+    a, b = np.random.rand(17, 23).astype("float32"), np.random.rand(23, 19).astype("float32")
+    out = np.zeros((17, 19), "float32")
+    f(a, b, out)
+    np.testing.assert_allclose(out, a @ b, rtol=1e-4, atol=1e-5)
