@@ -10,6 +10,7 @@ import datetime as _dt
 import json
 import os
 import platform
+import re
 import shlex
 import sys
 import time
@@ -42,8 +43,57 @@ def machine() -> dict:
     return info
 
 
+def machine_tag() -> str:
+    """Short name of this machine's ISA for result file names (`bench_tune_cpu_<tag>.json`): the latest
+    run of a suite per machine replaces the one before it, and runs on other machines stay apart."""
+    from autosched.target.host_isa import native_arch
+
+    return re.sub(r"[^a-z0-9]+", "_", native_arch().lower()).strip("_") or "unknown"
+
+
+def our_threads() -> int:
+    """OpenMP threads our kernels' parallel regions use: libgomp's omp_get_max_threads() (it honours
+    OMP_NUM_THREADS and the affinity mask), else the affinity mask's size."""
+    import ctypes
+
+    try:
+        return int(ctypes.CDLL("libgomp.so.1").omp_get_max_threads())
+    except (OSError, AttributeError):
+        env = os.environ.get("OMP_NUM_THREADS", "")
+        return int(env) if env.isdigit() else len(os.sched_getaffinity(0))
+
+
+def numpy_threads() -> int | str:
+    """numpy's BLAS threads as threadpoolctl reports them, or "unknown" without threadpoolctl."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:
+        return "unknown"
+    blas = [i["num_threads"] for i in threadpool_info() if i.get("user_api") == "blas" and "numpy" in i["filepath"]]
+    return blas[0] if blas else "unknown"
+
+
+def thread_counts() -> dict[str, int | str]:
+    """Threads each CPU contender computes with in this process, stored beside its figures."""
+    counts: dict[str, int | str] = {"autosched": our_threads(), "numpy": numpy_threads()}
+    try:
+        import torch
+
+        counts["torch eager"] = counts["torch.compile"] = torch.get_num_threads()
+    except ImportError:
+        pass
+    return counts
+
+
+# untimed pause before each contender's batch: longer than a thread pool spins after its last call.
+# Ours and torch's libgomp spin GOMP_SPINCOUNT (10M pause-loop iterations, a few hundred ms on these
+# CPUs); with 0.2 s the previous contender's pool still held a core, which doubled numpy's matmul time
+# and TVM's in the side-by-side timing.
+SETTLE_S = 1.0
+
+
 def interleaved(contenders: dict[str, Callable[[], object]], rounds: int = 15, min_batch_s: float = 0.05,
-                settle_s: float = 0.2) -> dict[str, float]:
+                settle_s: float = SETTLE_S) -> dict[str, float]:
     """Median seconds per call of each contender, timed round-robin."""
     batch = {}
     for name, fn in contenders.items():
@@ -58,7 +108,7 @@ def interleaved(contenders: dict[str, Callable[[], object]], rounds: int = 15, m
         for name, fn in contenders.items():
             n = batch[name]
             # untimed pause: the previous contender's thread pool (OpenBLAS, MKL, libgomp) may still be
-            # spinning on the 2 cores; let it go to sleep so it does not tax this contender
+            # spinning on the 2 cores; let it go to sleep so it does not tax this contender (SETTLE_S)
             time.sleep(settle_s)
             fn()
             t0 = time.perf_counter()

@@ -9,6 +9,12 @@ workload's inputs then its output) is loaded with ctypes into this process and t
 with TVM's best kernel: same 64-byte-aligned input arrays, interleaved rounds with a pause between
 contenders (each runtime's thread pool spins after a call), medians; the two outputs are compared.
 TVM's own time_evaluator figure is reported too, as TVM reports it.
+
+Threads: TVM's runtime uses half the logical CPUs on x86 unless TVM_NUM_THREADS is set (one thread on
+a 2-vCPU VM, where our kernels use two), so TVM_NUM_THREADS defaults here to the CPUs this process
+may run on, before tvm loads; MetaSchedule's LocalRunner workers and builders are child processes
+and inherit it. The JSON line carries the thread count TVM's runtime reports and `tvm_curve`, the
+best GFLOP/s after each measured trial, read back from the tuning database in commit order.
 """
 
 from __future__ import annotations
@@ -44,8 +50,10 @@ def te_workload(op: str, args: list[int]):
         e = te.compute((m, n), lambda i, j: te.exp(x[i, j] - mx[i]), name="e")
         k2 = te.reduce_axis((0, n), name="k2")
         s = te.compute((m,), lambda i: te.sum(e[i, k2], axis=k2), name="s")
-        o = te.compute((m, n), lambda i, j: e[i, j] / s[i], name="o")
-        return [x, o], 5.0 * m * n
+        # autosched.ops.nn.softmax normalizes by the row's reciprocal sum, as torch does
+        rs = te.compute((m,), lambda i: te.const(1.0, "float32") / s[i], name="rs")
+        o = te.compute((m, n), lambda i, j: e[i, j] * rs[i], name="o")
+        return [x, o], 5.0 * m * n + m  # as autosched counts it: the reciprocal is one op per row
     if op == "dense_bias_relu":  # autosched.ops.linalg.dense_bias_relu: relu(X W^T + bias), W [N, K]
         m, n, k = args
         x = te.placeholder((m, k), name="X")
@@ -115,7 +123,27 @@ def check_ffi_abi() -> None:
                          "pip install apache-tvm-ffi==0.1.14.post1 into this venv")
 
 
+FAILED_RUN_S = 1e9  # MetaSchedule stores a candidate that failed to build or run with run_secs of 1e10
+
+
+def tuning_curve(run_secs: list[list[float]], flops: float) -> list[list[float]]:
+    """[[trial, best GFLOP/s so far], ...] from each trial's run seconds in measurement order
+    (MetaSchedule ranks a record by the mean of its run_secs; a failed trial keeps the best)."""
+    best, curve = 0.0, []
+    for i, secs in enumerate(run_secs, 1):
+        mean = sum(secs) / len(secs) if secs else float("inf")
+        if mean < FAILED_RUN_S:
+            best = max(best, flops / mean / 1e9)
+        curve.append([i, best])
+    return curve
+
+
 def main() -> None:
+    # before tvm loads: its pool reads TVM_NUM_THREADS once, and defaults to half the logical CPUs
+    os.environ.setdefault("TVM_NUM_THREADS", str(len(os.sched_getaffinity(0))))
+    # our kernel's libgomp may initialise after TVM's pool pinned this thread to one core; its thread
+    # count must not follow that pin
+    os.environ.setdefault("OMP_NUM_THREADS", str(len(os.sched_getaffinity(0))))
     import tvm
     from tvm import te
 
@@ -126,6 +154,8 @@ def main() -> None:
     ap.add_argument("--ours", nargs=2, metavar=("LIB", "ENTRY"), default=None,
                     help="autosched's compiled kernel to time side by side with TVM's best")
     ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--settle", type=float, default=1.0,
+                    help="seconds between contenders, longer than either pool spins after a call")
     ap.add_argument("--mcpu", default=None, help="LLVM CPU to tune for (default: this host's, as LLVM names it)")
     a = ap.parse_args()
     check_ffi_abi()
@@ -143,15 +173,18 @@ def main() -> None:
     stdout_fd = os.dup(1)
     os.dup2(2, 1)
     try:
-        med, tune_s, side = tune_and_time(a, mod, tensors, target, cores)
+        med, tune_s, side, curve = tune_and_time(a, mod, tensors, target, cores, flops)
     finally:
         sys.stdout.flush()
         os.dup2(stdout_fd, 1)
         os.close(stdout_fd)
     print(json.dumps({"peer": "tvm-metaschedule", "tvm": tvm.__version__, "mcpu": mcpu, "op": a.op,
                       "args": a.args,
-                      "trials": a.trials, "tune_seconds": tune_s, "best_seconds": med,
-                      "gflops": flops / med / 1e9, "side_by_side": side}))
+                      "trials": a.trials, "measured": len(curve), "tune_seconds": tune_s, "best_seconds": med,
+                      "gflops": flops / med / 1e9, "side_by_side": side, "tvm_curve": curve,
+                      "threads": int(tvm.get_global_func("runtime.NumThreads")()),
+                      "TVM_NUM_THREADS": os.environ["TVM_NUM_THREADS"], "cores": cores,
+                      "allocates": False}))
 
 
 def aligned(x: np.ndarray, align: int = 64) -> np.ndarray:
@@ -162,7 +195,7 @@ def aligned(x: np.ndarray, align: int = 64) -> np.ndarray:
     return out
 
 
-def interleaved(contenders: dict, rounds: int, min_batch_s: float = 0.05, settle_s: float = 0.2) -> dict:
+def interleaved(contenders: dict, rounds: int, min_batch_s: float = 0.05, settle_s: float = 1.0) -> dict:
     """Median seconds per call of each contender, timed round-robin (as benchmarks/common.py)."""
     batch = {}
     for name, fn in contenders.items():
@@ -183,7 +216,7 @@ def interleaved(contenders: dict, rounds: int, min_batch_s: float = 0.05, settle
     return {n: float(np.median(v)) for n, v in samples.items()}
 
 
-def side_by_side(lib, tensors, dev, ours: list[str], rounds: int) -> dict:
+def side_by_side(lib, tensors, dev, ours: list[str], rounds: int, settle_s: float) -> dict:
     """TVM's kernel and autosched's, same aligned inputs, interleaved; outputs compared."""
     import ctypes
 
@@ -211,20 +244,35 @@ def side_by_side(lib, tensors, dev, ours: list[str], rounds: int) -> dict:
     if fn(*ptrs) != 0:
         raise SystemExit("tvm_peer: autosched kernel returned an error")
     main(*tvm_arrays)
+    tvm_pin = os.sched_getaffinity(0)  # where TVM's pool put the calling thread beside its pinned workers
+
+    def tvm_call() -> None:
+        # give TVM back the pin it chose: left on every core after our call, the calling thread can share
+        # a core with TVM's pinned worker until the scheduler moves it, which halves TVM's speed
+        os.sched_setaffinity(0, tvm_pin)
+        main(*tvm_arrays)
+
     tvm_out = tvm_arrays[-1].numpy()
     err = float(np.abs(tvm_out - ours_out).max())
     scale = float(np.abs(tvm_out).max()) or 1.0
     if not err <= 1e-3 * scale:
         raise SystemExit(f"tvm_peer: autosched and TVM outputs differ (max abs {err:.3g}); argument order?")
-    times = interleaved({"tvm": lambda: main(*tvm_arrays), "autosched": ours_call}, rounds)
+    times = interleaved({"tvm": tvm_call, "autosched": ours_call}, rounds, settle_s=settle_s)
     pinned = sorted(os.sched_getaffinity(0))
-    return {"tvm_seconds": times["tvm"], "autosched_seconds": times["autosched"], "max_abs_diff": err,
-            "rounds": rounds, "speedup_vs_tvm": times["tvm"] / times["autosched"],
-            "main_thread_cpus_after_tvm": pinned}
+    try:
+        ours_threads: int | None = int(ctypes.CDLL("libgomp.so.1").omp_get_max_threads())
+    except (OSError, AttributeError):
+        ours_threads = None
+    return {"autosched_threads": ours_threads, "tvm_threads": int(tvm.get_global_func("runtime.NumThreads")()),
+            "tvm_seconds": times["tvm"], "autosched_seconds": times["autosched"], "max_abs_diff": err,
+            "rounds": rounds, "settle_s": settle_s, "speedup_vs_tvm": times["tvm"] / times["autosched"],
+            "main_thread_cpus_after_tvm": pinned, "main_thread_cpus_for_tvm": sorted(tvm_pin)}
 
 
-def tune_and_time(a, mod, tensors, target, cores: int) -> tuple[float, float, dict | None]:
-    """Tune with tune_tir, build the best schedule; (median s per call, tuning wall s, side-by-side)."""
+def tune_and_time(a, mod, tensors, target, cores: int, flops: float
+                  ) -> tuple[float, float, dict | None, list[list[float]]]:
+    """Tune with tune_tir from an empty work dir and database (a cold start, as ours), build the best
+    schedule; (median s per call, tuning wall s, side-by-side, tuning curve)."""
     import tvm
     from tvm.s_tir import meta_schedule as ms
 
@@ -234,6 +282,8 @@ def tune_and_time(a, mod, tensors, target, cores: int) -> tuple[float, float, di
         db = ms.tune_tir(mod, target, work, max_trials_global=a.trials, num_trials_per_iter=64,
                          builder=builder, database="memory")
         tune_s = time.perf_counter() - t0
+        records = db.get_all_tuning_records()
+        curve = tuning_curve([[float(x) for x in (r.run_secs or [])] for r in records], flops)
         sch = ms.tir_integration.compile_tir(db, mod, target)
         if sch is None:
             raise SystemExit(f"tvm_peer: no candidate built and ran (see MetaSchedule logs above); {a.op} {a.args}")
@@ -244,8 +294,8 @@ def tune_and_time(a, mod, tensors, target, cores: int) -> tuple[float, float, di
                   for t in tensors]
         timer = lib.time_evaluator("main", dev, number=10, repeat=15, min_repeat_ms=50)
         res = timer(*arrays)
-        side = side_by_side(lib, tensors, dev, a.ours, a.rounds) if a.ours else None
-        return float(np.median(res.results)), tune_s, side
+        side = side_by_side(lib, tensors, dev, a.ours, a.rounds, a.settle) if a.ours else None
+        return float(np.median(res.results)), tune_s, side, curve
 
 
 if __name__ == "__main__":
