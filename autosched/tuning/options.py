@@ -28,6 +28,7 @@ class TuneOptions:
     searcher_options: dict = field(default_factory=dict)
     verify: int = 4  # re-measure this many of the best schedules at the end (0: off); see TaskTuner.verify
     transfer: bool = True  # with the xgb model: also start from other workloads' best schedules (tuning.transfer)
+    seeds: bool = True  # measure the space's rule-derived seeds first (False: every searcher starts without them)
     # ---- the wiring (read by the API: autosched.tuning.api) ----
     db: TuningDB | str | None = None  # a TuningDB, a URL or a SQLite path; None: AUTOSCHED_DB_URL or the default
     runner: Any = None  # a runner object, "ray", or HOST:PORT of a Ray cluster; None: local
@@ -46,6 +47,8 @@ class TuneOptions:
             raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}")
         if not isinstance(self.verify, int) or self.verify < 0:
             raise ValueError(f"verify must be an integer >= 0, got {self.verify!r}")
+        if not isinstance(self.seeds, bool):
+            raise ValueError(f"seeds must be True or False, got {self.seeds!r}")
         if self.cost_model not in (None, "xgb", "random"):
             raise ValueError(f"unknown cost model {self.cost_model!r}; use 'xgb', 'random' or None")
 

@@ -116,7 +116,7 @@ class TaskTuner:
         self.searcher = make_searcher(options.searcher, self.config_space, seed=options.seed, predictor=predictor,
                                       options=options.searcher_options or None)
         # a space may carry rule-derived starting points (GPU gemm: device-sized tiles); measured first
-        seeds = getattr(self.space, "seeds", ())
+        seeds = getattr(self.space, "seeds", ()) if options.seeds else ()
         if seeds:
             self.searcher.add_seeds(self.config_space.index_of(v) for v in seeds)
         self.known: dict[str, float] = {}  # steps_hash -> cost reused instead of measuring (inf: ruled out)

@@ -1,0 +1,478 @@
+"""Search efficiency: how many measurements until a searcher holds a kernel this good.
+
+Protocol (one rule for every searcher, so no run gets a head start):
+- every run starts from its own database: a fresh empty SQLite file (state "empty", transfer off),
+  or a copy of one warm database built once before all runs by tuning OTHER shapes of the same
+  operator (state "warm"; identical for every searcher, model-guided runs warm-start from it);
+- seeds are on for every searcher or off for every searcher (`TuneOptions.seeds`: the space's
+  rule-derived seeds; in the warm state also the transferred best schedules of the other shapes);
+- configs that fail to instantiate are never built nor counted, for every searcher (the guided
+  searchers' model filter and random search pay the same: nothing);
+- the x axis counts measurements: every build+run the measurer performs, failed ones included
+  (verification re-measurement is off during the search, so none hide outside the count);
+- the curve is the best single measured GFLOP/s so far; at the end each run's best is re-measured
+  once, side by side with the other runs' bests, to show lucky samples (`audit`);
+- runs advance in lockstep rounds (batch k of every run before batch k+1 of any), so the machine's
+  drift over a long run is shared by all searchers.
+
+Run (wrap it in `flock /tmp/autosched-bench.lock` on a shared machine):
+  `.venv/bin/python benchmarks/bench_efficiency.py --workloads matmul softmax --seeds 5 --budget 64 \
+     --seeded-budget 32 --tvm-results benchmarks/results/bench_tune_cpu_<tag>.json --keep-dbs /tmp/eff`
+"""
+
+from __future__ import annotations
+
+import os
+
+# as in the other CPU benchmarks: a spinning OpenMP pool, so a kernel's timing is not a wake-up's
+os.environ.setdefault("GOMP_SPINCOUNT", "10000000")
+
+import argparse
+import json
+import math
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+SUITE: dict[str, tuple[str, tuple[int, ...]]] = {  # the sizes of bench_tune_cpu.py's SUITE
+    "matmul": ("matmul", (1024, 1024, 1024)),
+    "conv2d": ("conv2d_nchw", (1, 64, 56, 56, 64, 3, 3, 1, 1)),
+    "dense_bias_relu": ("dense_bias_relu", (1024, 1024, 1024)),
+    "softmax": ("softmax", (4096, 1024)),
+}
+TVM_ROW = {"matmul": "matmul1024", "conv2d": "conv2d", "dense_bias_relu": "dense_bias_relu", "softmax": "softmax"}
+WARM_SHAPES: dict[str, list[tuple[int, ...]]] = {  # other shapes of each operator, for the warm state
+    "matmul": [(512, 512, 512), (768, 768, 768)],
+    "conv2d": [(1, 64, 28, 28, 64, 3, 3, 1, 1)],
+    "dense_bias_relu": [(512, 512, 512)],
+    "softmax": [(2048, 512)],
+}
+BATCH = 16
+MAX_IDLE_STEPS = 50  # steps in a row that measure nothing (all proposals filtered or known): the run is over
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One line of the comparison: a searcher, its cost model (None: measurements alone), seeds on/off."""
+
+    searcher: str
+    model: str | None
+    seeds: bool
+    budget: int
+
+    @property
+    def label(self) -> str:
+        return f"{self.searcher}{'+' + self.model if self.model else ''}{' +seeds' if self.seeds else ''}"
+
+
+def parse_searcher(spec: str) -> tuple[str, str | None]:
+    """"random" -> ("random", None); "genetic+xgb" -> ("genetic", "xgb"); unknown names are refused."""
+    from autosched.search.registry import SEARCHERS
+
+    name, _, model = spec.partition("+")
+    if name not in SEARCHERS:
+        raise ValueError(f"unknown searcher {name!r} in {spec!r}; valid: {sorted(SEARCHERS)}")
+    if model not in ("", "xgb", "random"):
+        raise ValueError(f"unknown cost model {model!r} in {spec!r}; use 'xgb' or 'random' (or none)")
+    return name, model or None
+
+
+class CountingMeasurer:
+    """The run's view of the shared measurer: records every result in the run's own database and
+    counts it, with the best GFLOP/s after each measurement (the curve)."""
+
+    def __init__(self, inner: Any, db: Any, flops: float) -> None:
+        from autosched.tuning.api import RecordToDB
+
+        self.inner, self.record, self.flops = inner, RecordToDB(db), flops
+        self.curve: list[float] = []
+        self.best_steps: str | None = None
+        self.errors: dict[str, int] = {}
+
+    @property
+    def n(self) -> int:
+        return len(self.curve)
+
+    def measure(self, inputs: list) -> list:
+        results = self.inner.measure(inputs)
+        self.record(inputs, results)
+        best = self.curve[-1] if self.curve else 0.0
+        for inp, res in zip(inputs, results):
+            g = self.flops / res.median / 1e9 if res.ok and res.median > 0 else 0.0
+            if not res.ok:
+                self.errors[str(res.error_code)] = self.errors.get(str(res.error_code), 0) + 1
+            if g > best:
+                best, self.best_steps = g, inp.steps_json
+            self.curve.append(best)
+        return results
+
+
+@dataclass
+class Run:
+    variant: Variant
+    seed: int
+    tuner: Any
+    meter: CountingMeasurer
+    db_path: Path
+    idle: int = 0
+    finished: bool = False
+    audit_gflops: float | None = None
+    transferred: int = 0
+    seconds: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+    def step(self) -> None:
+        """One batch of at most the measurements left; a run ends at its budget, when its space is
+        exhausted, or after MAX_IDLE_STEPS batches in a row that measured nothing."""
+        t = self.tuner
+        left = self.variant.budget - self.meter.n
+        if left <= 0 or t.searcher.exhausted or self.idle >= MAX_IDLE_STEPS:
+            self.finished = True
+            return
+        t.options = t.options.replace(trials=t.trials + left)  # a batch never proposes past the budget
+        before, t0 = self.meter.n, time.perf_counter()
+        used = t.step()
+        self.seconds += time.perf_counter() - t0
+        self.idle = self.idle + 1 if self.meter.n == before else 0
+        if used == 0:
+            self.finished = True
+
+
+def make_run(w: Any, tgt: Any, inner: Any, v: Variant, seed: int, workdir: Path, warm_db: Path | None) -> Run:
+    """A run from its own database: empty, or a copy of the shared warm one."""
+    from autosched.tuning.api import known_schedules, open_db, register, warm_start
+    from autosched.tuning.transfer import transfer_seeds
+    from autosched.tuning.tuner import TaskTuner, TuneOptions, make_cost_model
+
+    path = workdir / f"{w.name}-{'warm' if warm_db else 'empty'}-{v.label.replace(' +', '_')}-s{seed}.db"
+    if warm_db is not None:
+        shutil.copyfile(warm_db, path)
+    db = open_db(f"sqlite:///{path}")
+    register(db, w, tgt)
+    meter = CountingMeasurer(inner, db, w.flops)
+    opts = TuneOptions(v.budget, BATCH, v.searcher, v.model, seed, verify=0, transfer=False, seeds=v.seeds,
+                       progress=False)
+    model = make_cost_model(v.model, seed)
+    if model is not None and warm_db is not None and v.model == "xgb":
+        warm_start(model, db, tgt, exclude_key=w.key, seed=seed)
+    t = TaskTuner(w, tgt, meter, opts, known=known_schedules(db, w.key, tgt.key), model=model)
+    transferred = 0
+    if warm_db is not None and v.seeds:  # the warm state's seeds, for every searcher alike
+        moved = transfer_seeds(db, w, tgt, t.space)
+        t.add_transfer_seeds(moved)
+        transferred = len(moved)
+    return Run(v, seed, t, meter, path, transferred=transferred)
+
+
+def run_lockstep(runs: list[Run], log: Any = print) -> None:
+    """Batch k of every run before batch k+1 of any, the order rotating each round."""
+    total = sum(r.variant.budget for r in runs)
+    t0, rnd = time.perf_counter(), 0
+    while not all(r.finished for r in runs):
+        k = rnd % len(runs)
+        for r in runs[k:] + runs[:k]:
+            if not r.finished:
+                r.step()
+        rnd += 1
+        log(f"round {rnd}: {sum(r.meter.n for r in runs)}/{total} measurements ({time.perf_counter() - t0:.0f} s)")
+
+
+def audit(runs: list[Run], inner: Any, w: Any, tgt: Any) -> None:
+    """Re-measure each run's best schedule once, all of them in one rotating pass (not counted in
+    the curves): a best that was a lucky sample shows here as a lower figure."""
+    from autosched.compile.types import MeasureInput
+
+    todo = [r for r in runs if r.meter.best_steps is not None]
+    if not todo:
+        return
+    inputs = [MeasureInput(w.key, w.to_json(), tgt.key, r.meter.best_steps) for r in todo]
+    for r, res in zip(todo, inner.measure(inputs)):
+        r.audit_gflops = w.flops / res.median / 1e9 if res.ok and res.median > 0 else 0.0
+
+
+def build_warm_db(op: str, shapes: list[tuple[int, ...]], inner: Any, tgt: Any, measurements: int,
+                  path: Path) -> Path:
+    """Tune other shapes of `op` (genetic+xgb with seeds, `measurements` each) into one database:
+    the shared warm state, built once and copied for every run."""
+    from autosched.tuning.api import open_db, register
+    from autosched.tuning.tuner import TaskTuner, TuneOptions
+    from autosched.workload import Workload
+
+    db = open_db(f"sqlite:///{path}")
+    for shape in shapes:
+        w = Workload.create(op, *shape)
+        register(db, w, tgt)
+        meter = CountingMeasurer(inner, db, w.flops)
+        t = TaskTuner(w, tgt, meter, TuneOptions(measurements, BATCH, "genetic", "xgb", 0, verify=0, transfer=False,
+                                                 progress=False))
+        run = Run(Variant("genetic", "xgb", True, measurements), 0, t, meter, path)
+        while not run.finished:
+            run.step()
+    db.close()
+    return path
+
+
+# ---------------------------------------------------------------- summary
+
+def to_reach(curve: list[float], level: float) -> int | None:
+    """Measurements until the best so far reaches `level`; None if it never does within the curve."""
+    for k, v in enumerate(curve, 1):
+        if v >= level:
+            return k
+    return None
+
+
+def spread(values: list[int | None]) -> dict:
+    """Median, min and max over seeds; a seed that never reached counts as infinite (a median that
+    is infinite is None: fewer than half the seeds reached the level)."""
+    xs = sorted(math.inf if v is None else v for v in values)
+    med = float(np.median(xs)) if xs else math.inf
+    fin = lambda x: None if not math.isfinite(x) else x  # noqa: E731
+    return {"median": fin(med), "min": fin(xs[0]) if xs else None, "max": fin(xs[-1]) if xs else None,
+            "reached": sum(v is not None for v in values), "seeds": len(values)}
+
+
+def verdict(s: dict, limit: int, budget: int) -> str:
+    """"met" / "not met" against `limit` measurements; "undecided" when the budget stopped short of it."""
+    if s["median"] is not None:
+        return "met" if s["median"] <= limit else "not met"
+    return "not met" if budget >= limit else f"undecided (budget {budget} < {limit})"
+
+
+def summarize(runs: list[Run], tvm_gflops: float | None) -> dict:
+    """Per variant: final and audited GFLOP/s, measurements to TVM's 200-trial result and to random
+    search's median final result (random, seeds off, its own budget), and the issue's targets."""
+    by: dict[str, list[Run]] = {}
+    for r in runs:
+        by.setdefault(r.variant.label, []).append(r)
+    base = next((rs for lb, rs in by.items() if rs[0].variant.searcher == "random" and rs[0].variant.model is None
+                 and not rs[0].variant.seeds), None)
+    random_level = float(np.median([r.meter.curve[-1] if r.meter.curve else 0.0 for r in base])) if base else None
+    random_budget = base[0].variant.budget if base else None
+    rows = []
+    for lb, rs in by.items():
+        v = rs[0].variant
+        finals = [r.meter.curve[-1] if r.meter.curve else 0.0 for r in rs]
+        row: dict[str, Any] = {
+            "label": lb, "searcher": v.searcher, "model": v.model, "seeds": v.seeds, "budget": v.budget,
+            "n_seeds": len(rs), "final_gflops": {"median": float(np.median(finals)), "min": min(finals),
+                                                 "max": max(finals)},
+            "audit_gflops_median": float(np.median([r.audit_gflops or 0.0 for r in rs])),
+            "measured": [r.meter.n for r in rs], "transferred": [r.transferred for r in rs]}
+        if tvm_gflops:
+            row["to_tvm"] = spread([to_reach(r.meter.curve, tvm_gflops) for r in rs])
+        if random_level:
+            row["to_random"] = spread([to_reach(r.meter.curve, random_level) for r in rs])
+        guided = v.model == "xgb"
+        if tvm_gflops and v.seeds:
+            row["target_tvm_within_32"] = verdict(row["to_tvm"], 32, v.budget)
+        if tvm_gflops and guided and not v.seeds:
+            row["target_tvm_within_100"] = verdict(row["to_tvm"], 100, v.budget)
+        if random_level and guided and not v.seeds:
+            row["target_half_of_random"] = verdict(row["to_random"], random_budget // 2, v.budget)
+        rows.append(row)
+    return {"tvm_gflops": tvm_gflops, "random_level": random_level, "random_budget": random_budget, "rows": rows}
+
+
+def read_tvm(path: Path | None) -> dict[str, dict]:
+    """TVM MetaSchedule's 200-trial result (GFLOP/s) and curve per workload of bench_tune_cpu's file."""
+    if path is None:
+        return {}
+    if not path.exists():  # the TVM run may not have finished: go on without it, and say so
+        print(f"warning: --tvm-results {path}: no such file; no TVM comparison", file=sys.stderr)
+        return {}
+    rows = {r.get("workload"): r for r in json.loads(path.read_text()).get("rows", [])}
+    out = {}
+    for name, key in TVM_ROW.items():
+        tv = rows.get(key, {}).get("tvm") or {}
+        if "gflops" in tv:
+            out[name] = {"gflops": float(tv["gflops"]), "trials": tv.get("trials"),
+                         "curve": rows[key].get("tvm_curve") or tv.get("tvm_curve")}
+    return out
+
+
+def fmt(s: dict | None, budget: int) -> str:
+    if not s:
+        return "-"
+    med = f"> {budget}" if s["median"] is None else f"{s['median']:g}"
+    lo = "-" if s["min"] is None else f"{s['min']:g}"
+    hi = f"> {budget}" if s["max"] is None else f"{s['max']:g}"
+    return f"{med} [{lo}–{hi}] ({s['reached']}/{s['seeds']})"
+
+
+def table_lines(name: str, state: str, summ: dict) -> list[str]:
+    out = [f"### {name} ({state} state)", "",
+           f"TVM 200-trial: {summ['tvm_gflops'] or 'n/a'} GFLOP/s; random search (seeds off) median after "
+           f"{summ['random_budget']} measurements: {summ['random_level'] and round(summ['random_level'], 1)} GFLOP/s",
+           "", "| run | budget | final GFLOP/s median [min–max] | re-measured best (median) | measurements to TVM's "
+           "result: median [min–max] (seeds reaching) | to random's result | targets |",
+           "|---|---|---|---|---|---|---|"]
+    for r in summ["rows"]:
+        f = r["final_gflops"]
+        targets = "; ".join(f"{k.removeprefix('target_')}: {r[k]}" for k in r if k.startswith("target_")) or "-"
+        out.append(f"| {r['label']} | {r['budget']} | {f['median']:.1f} [{f['min']:.1f}–{f['max']:.1f}] | "
+                   f"{r['audit_gflops_median']:.1f} | {fmt(r.get('to_tvm'), r['budget'])} | "
+                   f"{fmt(r.get('to_random'), r['budget'])} | {targets} |")
+    return out + [""]
+
+
+def plot(results: dict, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = [(n, st) for n, d in results.items() for st in d["states"]]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
+    for ax, (name, state) in zip(axes[0], panels):
+        d = results[name]["states"][state]
+        for lb, curves in d["curves"].items():
+            arr = np.array([c + [c[-1]] * (max(map(len, curves)) - len(c)) for c in curves if c])
+            x = np.arange(1, arr.shape[1] + 1)
+            ax.plot(x, np.median(arr, 0), label=lb)
+            ax.fill_between(x, arr.min(0), arr.max(0), alpha=0.15)
+        tvm = results[name].get("tvm")
+        if tvm:
+            ax.axhline(tvm["gflops"], color="k", ls="--", lw=1, label="TVM 200-trial")
+            if tvm.get("curve"):
+                pts = [(p[0], p[1]) if isinstance(p, list | tuple) else (i + 1, p) for i, p in enumerate(tvm["curve"])]
+                ax.plot(*zip(*pts), color="k", lw=1, label="TVM curve (trials)")
+        ax.set_title(f"{name} ({state})")
+        ax.set_xlabel("measurements")
+        ax.set_ylabel("best GFLOP/s so far")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    from common import command_line, machine
+
+    from autosched.space.registry import make_space
+    from autosched.target.key import Target
+    from autosched.tuning.api import close_measurer, default_measurer
+    from autosched.workload import Workload
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--workloads", nargs="+", default=list(SUITE), choices=list(SUITE))
+    ap.add_argument("--shape", nargs="+", type=int, default=None, help="override the shape (tests: a small one)")
+    ap.add_argument("--searchers", nargs="+", default=["random", "genetic+xgb"])
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--budget", type=int, default=200, help="measurements per run without rule-derived seeds")
+    ap.add_argument("--seeded-budget", type=int, default=32, help="measurements per run with them (0: skip)")
+    ap.add_argument("--states", nargs="+", default=["empty"], choices=["empty", "warm"])
+    ap.add_argument("--warm-measurements", type=int, default=64)
+    ap.add_argument("--tvm-results", type=Path, default=None)
+    ap.add_argument("--keep-dbs", type=Path, default=None, help="keep every run's database here (held-out data)")
+    ap.add_argument("--tag", default=None, help="result file suffix (default: this machine's ISA tag)")
+    ap.add_argument("--out-dir", type=Path, default=HERE / "results")
+    ap.add_argument("--from-json", type=Path, default=None, help="re-summarize this result file; measure nothing")
+    a = ap.parse_args(argv)
+    if a.from_json is not None:
+        return resummarize(a.from_json, a.tvm_results, a.out_dir, a.tag or "")
+    if a.seeds < 1 or a.budget < 1 or a.seeded_budget < 0:
+        ap.error("--seeds and --budget must be >= 1, --seeded-budget >= 0")
+    specs = [parse_searcher(s) for s in a.searchers]
+    tvm = read_tvm(a.tvm_results)
+    tgt = Target.parse("cpu")
+    inner = default_measurer(kind="cpu")
+    workdir = a.keep_dbs or Path(tempfile.mkdtemp(prefix="eff-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {}
+    head = {"machine": machine(), "command": command_line("bench_efficiency.py"), "protocol": __doc__,
+            "tvm_results": str(a.tvm_results) if a.tvm_results else None, "seeds": a.seeds, "budget": a.budget,
+            "seeded_budget": a.seeded_budget, "searchers": a.searchers, "states": a.states}
+    try:
+        for name in a.workloads:
+            op, shape = SUITE[name]
+            w = Workload.create(op, *(a.shape or shape))
+            has_seeds = bool(getattr(make_space(w, "cpu"), "seeds", ()))
+            results[name] = {"op": op, "args": list(a.shape or shape), "has_rule_seeds": has_seeds,
+                             "tvm": tvm.get(name), "states": {}}
+            for state in a.states:
+                warm = None
+                if state == "warm":
+                    warm = build_warm_db(op, WARM_SHAPES[name], inner, tgt, a.warm_measurements,
+                                         workdir / f"{name}-warm-base.db")
+                variants = [Variant(s, m, False, a.budget) for s, m in specs]
+                # a space without rule-derived seeds (softmax) would repeat the seeds-off runs: skipped
+                if a.seeded_budget and (has_seeds or state == "warm"):
+                    variants += [Variant(s, m, True, a.seeded_budget) for s, m in specs]
+                runs = [make_run(w, tgt, inner, v, seed, workdir, warm) for v in variants for seed in range(a.seeds)]
+                t0 = time.perf_counter()
+                run_lockstep(runs, log=lambda m, n=name, s=state: print(f"{n} {s} {m}", flush=True))
+                audit(runs, inner, w, tgt)
+                summ = summarize(runs, (tvm.get(name) or {}).get("gflops"))
+                summ["seconds"] = time.perf_counter() - t0
+                summ["curves"] = {}
+                for r in runs:
+                    summ["curves"].setdefault(r.variant.label, []).append(r.meter.curve)
+                summ["runs"] = [{"label": r.variant.label, "variant": vars_of(r.variant), "seed": r.seed,
+                                 "measured": r.meter.n, "curve": r.meter.curve, "transferred": r.transferred,
+                                 "trials": r.tuner.trials, "errors": r.meter.errors, "audit_gflops": r.audit_gflops,
+                                 "final_gflops": r.meter.curve[-1] if r.meter.curve else 0.0,
+                                 "db": str(r.db_path) if a.keep_dbs else None} for r in runs]
+                results[name]["states"][state] = summ
+                print("\n".join(table_lines(name, state, summ)), flush=True)
+                write(a, results, head)  # after every workload: a run cut short keeps what it finished
+    finally:
+        close_measurer(inner)
+        if a.keep_dbs is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return write(a, results, head)
+
+
+def vars_of(v: Variant) -> dict:
+    return {"searcher": v.searcher, "model": v.model, "seeds": v.seeds, "budget": v.budget}
+
+
+def resummarize(path: Path, tvm_path: Path | None, out_dir: Path, tag: str) -> dict:
+    """Summarize a finished run's JSON again (e.g. with TVM's figures that came later), measuring nothing."""
+    from types import SimpleNamespace
+
+    data = json.loads(path.read_text())
+    tvm = read_tvm(tvm_path)
+    for name, d in data["workloads"].items():
+        d["tvm"] = tvm.get(name) or d.get("tvm")
+        for summ in d["states"].values():
+            runs = [SimpleNamespace(variant=Variant(**r["variant"]), audit_gflops=r["audit_gflops"],
+                                    transferred=r["transferred"],
+                                    meter=SimpleNamespace(curve=r["curve"], n=len(r["curve"])))
+                    for r in summ["runs"]]
+            summ.update(summarize(runs, (d["tvm"] or {}).get("gflops")))
+    head = {k: v for k, v in data.items() if k != "workloads"}
+    head["tvm_results"] = str(tvm_path) if tvm_path else head.get("tvm_results")
+    return write(SimpleNamespace(tag=tag, out_dir=out_dir), data["workloads"], head)
+
+
+def write(a: argparse.Namespace, results: dict, head: dict) -> dict:
+    """The result files: efficiency_<tag>.{json,md,png}."""
+    from common import machine_tag
+
+    tag = a.tag or machine_tag()
+    out = {**head, "workloads": results}
+    a.out_dir.mkdir(parents=True, exist_ok=True)
+    stem = a.out_dir / f"efficiency_{tag}"
+    stem.with_suffix(".json").write_text(json.dumps(out, indent=1, default=str))
+    md = [f"# Search efficiency ({tag})", "", f"`{out['command']}`", "",
+          "Cells: measurements to reach the level, median [min–max] over seeds (seeds that reached it / seeds); "
+          "'> N' = not reached within the run's budget N.", ""]
+    for name, d in results.items():
+        for state, summ in d["states"].items():
+            md += table_lines(name, state, summ)
+    stem.with_suffix(".md").write_text("\n".join(md) + "\n")
+    plot(results, stem.with_suffix(".png"))
+    return out
+
+
+if __name__ == "__main__":
+    main()
