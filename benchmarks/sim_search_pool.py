@@ -1,6 +1,6 @@
 """Offline replay of model-guided search on a pool of randomly chosen, measured schedules.
 
-Why: an end-to-end efficiency run (bench_search_efficiency.py) takes 12 minutes and its outcome moves
+Why: an end-to-end efficiency run (now bench_efficiency.py) takes many minutes and its outcome moves
 with the warm-start records it happens to produce; replaying picks on a fixed pool compares tuner
 variants (batch sizes, the transfer hedge, feature columns) on the same data, seed for seed. The pool
 is drawn uniformly (random search, no model), so a random-search baseline on it is unbiased; the

@@ -1,8 +1,9 @@
 """Offline check of the tuner's transfer hedge and check, on a database of measured records.
 
 Replays the first batches of a warm-started model-guided search on the records a search-efficiency
-run left behind (`bench_search_efficiency.py` keeps its database in a fresh temporary directory:
-the newest `/tmp/tmp*/eff.db`): with or without the hedge (half of the first batch random), with
+run left behind (the retired `bench_search_efficiency.py` kept its database in a fresh temporary
+directory, the newest `/tmp/tmp*/eff.db`; `bench_efficiency.py --keep-dbs DIR` keeps one per
+run): with or without the hedge (half of the first batch random), with
 or without the check (drop the other workloads' records when the model ranks its own first batch
 below 0.6 pairwise). Prints the first batch's pairwise accuracy per seed, how many seeds kept the
 transferred records, and the best found after each batch of 16, mean of 6 seeds.
