@@ -29,7 +29,6 @@ os.environ.setdefault("GOMP_SPINCOUNT", "10000000")
 
 import argparse
 import json
-import math
 import shutil
 import sys
 import tempfile
@@ -38,10 +37,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from efficiency_report import (  # noqa: E402
+    plot,
+    read_tvm,
+    summarize,
+    table_lines,
+)
 
 SUITE: dict[str, tuple[str, tuple[int, ...]]] = {  # the sizes of bench_tune_cpu.py's SUITE
     "matmul": ("matmul", (1024, 1024, 1024)),
@@ -49,7 +52,6 @@ SUITE: dict[str, tuple[str, tuple[int, ...]]] = {  # the sizes of bench_tune_cpu
     "dense_bias_relu": ("dense_bias_relu", (1024, 1024, 1024)),
     "softmax": ("softmax", (4096, 1024)),
 }
-TVM_ROW = {"matmul": "matmul1024", "conv2d": "conv2d", "dense_bias_relu": "dense_bias_relu", "softmax": "softmax"}
 WARM_SHAPES: dict[str, list[tuple[int, ...]]] = {  # other shapes of each operator, for the warm state
     "matmul": [(512, 512, 512), (768, 768, 768)],
     "conv2d": [(1, 64, 28, 28, 64, 3, 3, 1, 1)],
@@ -222,137 +224,6 @@ def build_warm_db(op: str, shapes: list[tuple[int, ...]], inner: Any, tgt: Any, 
 
 
 # ---------------------------------------------------------------- summary
-
-def to_reach(curve: list[float], level: float) -> int | None:
-    """Measurements until the best so far reaches `level`; None if it never does within the curve."""
-    for k, v in enumerate(curve, 1):
-        if v >= level:
-            return k
-    return None
-
-
-def spread(values: list[int | None]) -> dict:
-    """Median, min and max over seeds; a seed that never reached counts as infinite (a median that
-    is infinite is None: fewer than half the seeds reached the level)."""
-    xs = sorted(math.inf if v is None else v for v in values)
-    med = float(np.median(xs)) if xs else math.inf
-    fin = lambda x: None if not math.isfinite(x) else x  # noqa: E731
-    return {"median": fin(med), "min": fin(xs[0]) if xs else None, "max": fin(xs[-1]) if xs else None,
-            "reached": sum(v is not None for v in values), "seeds": len(values)}
-
-
-def verdict(s: dict, limit: int, budget: int) -> str:
-    """"met" / "not met" against `limit` measurements; "undecided" when the budget stopped short of it."""
-    if s["median"] is not None:
-        return "met" if s["median"] <= limit else "not met"
-    return "not met" if budget >= limit else f"undecided (budget {budget} < {limit})"
-
-
-def summarize(runs: list[Run], tvm_gflops: float | None) -> dict:
-    """Per variant: final and audited GFLOP/s, measurements to TVM's 200-trial result and to random
-    search's median final result (random, seeds off, its own budget), and the issue's targets."""
-    by: dict[str, list[Run]] = {}
-    for r in runs:
-        by.setdefault(r.variant.label, []).append(r)
-    base = next((rs for lb, rs in by.items() if rs[0].variant.searcher == "random" and rs[0].variant.model is None
-                 and not rs[0].variant.seeds), None)
-    random_level = float(np.median([r.meter.curve[-1] if r.meter.curve else 0.0 for r in base])) if base else None
-    random_budget = base[0].variant.budget if base else None
-    rows = []
-    for lb, rs in by.items():
-        v = rs[0].variant
-        finals = [r.meter.curve[-1] if r.meter.curve else 0.0 for r in rs]
-        row: dict[str, Any] = {
-            "label": lb, "searcher": v.searcher, "model": v.model, "seeds": v.seeds, "budget": v.budget,
-            "n_seeds": len(rs), "final_gflops": {"median": float(np.median(finals)), "min": min(finals),
-                                                 "max": max(finals)},
-            "audit_gflops_median": float(np.median([r.audit_gflops or 0.0 for r in rs])),
-            "measured": [r.meter.n for r in rs], "transferred": [r.transferred for r in rs]}
-        if tvm_gflops:
-            row["to_tvm"] = spread([to_reach(r.meter.curve, tvm_gflops) for r in rs])
-        if random_level:
-            row["to_random"] = spread([to_reach(r.meter.curve, random_level) for r in rs])
-        guided = v.model == "xgb"
-        if tvm_gflops and v.seeds:
-            row["target_tvm_within_32"] = verdict(row["to_tvm"], 32, v.budget)
-        if tvm_gflops and guided and not v.seeds:
-            row["target_tvm_within_100"] = verdict(row["to_tvm"], 100, v.budget)
-        if random_level and guided and not v.seeds:
-            row["target_half_of_random"] = verdict(row["to_random"], random_budget // 2, v.budget)
-        rows.append(row)
-    return {"tvm_gflops": tvm_gflops, "random_level": random_level, "random_budget": random_budget, "rows": rows}
-
-
-def read_tvm(path: Path | None) -> dict[str, dict]:
-    """TVM MetaSchedule's 200-trial result (GFLOP/s) and curve per workload of bench_tune_cpu's file."""
-    if path is None:
-        return {}
-    if not path.exists():  # the TVM run may not have finished: go on without it, and say so
-        print(f"warning: --tvm-results {path}: no such file; no TVM comparison", file=sys.stderr)
-        return {}
-    rows = {r.get("workload"): r for r in json.loads(path.read_text()).get("rows", [])}
-    out = {}
-    for name, key in TVM_ROW.items():
-        tv = rows.get(key, {}).get("tvm") or {}
-        if "gflops" in tv:
-            out[name] = {"gflops": float(tv["gflops"]), "trials": tv.get("trials"),
-                         "curve": rows[key].get("tvm_curve") or tv.get("tvm_curve")}
-    return out
-
-
-def fmt(s: dict | None, budget: int) -> str:
-    if not s:
-        return "-"
-    med = f"> {budget}" if s["median"] is None else f"{s['median']:g}"
-    lo = "-" if s["min"] is None else f"{s['min']:g}"
-    hi = f"> {budget}" if s["max"] is None else f"{s['max']:g}"
-    return f"{med} [{lo}–{hi}] ({s['reached']}/{s['seeds']})"
-
-
-def table_lines(name: str, state: str, summ: dict) -> list[str]:
-    out = [f"### {name} ({state} state)", "",
-           f"TVM 200-trial: {summ['tvm_gflops'] or 'n/a'} GFLOP/s; random search (seeds off) median after "
-           f"{summ['random_budget']} measurements: {summ['random_level'] and round(summ['random_level'], 1)} GFLOP/s",
-           "", "| run | budget | final GFLOP/s median [min–max] | re-measured best (median) | measurements to TVM's "
-           "result: median [min–max] (seeds reaching) | to random's result | targets |",
-           "|---|---|---|---|---|---|---|"]
-    for r in summ["rows"]:
-        f = r["final_gflops"]
-        targets = "; ".join(f"{k.removeprefix('target_')}: {r[k]}" for k in r if k.startswith("target_")) or "-"
-        out.append(f"| {r['label']} | {r['budget']} | {f['median']:.1f} [{f['min']:.1f}–{f['max']:.1f}] | "
-                   f"{r['audit_gflops_median']:.1f} | {fmt(r.get('to_tvm'), r['budget'])} | "
-                   f"{fmt(r.get('to_random'), r['budget'])} | {targets} |")
-    return out + [""]
-
-
-def plot(results: dict, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    panels = [(n, st) for n, d in results.items() for st in d["states"]]
-    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
-    for ax, (name, state) in zip(axes[0], panels):
-        d = results[name]["states"][state]
-        for lb, curves in d["curves"].items():
-            arr = np.array([c + [c[-1]] * (max(map(len, curves)) - len(c)) for c in curves if c])
-            x = np.arange(1, arr.shape[1] + 1)
-            ax.plot(x, np.median(arr, 0), label=lb)
-            ax.fill_between(x, arr.min(0), arr.max(0), alpha=0.15)
-        tvm = results[name].get("tvm")
-        if tvm:
-            ax.axhline(tvm["gflops"], color="k", ls="--", lw=1, label="TVM 200-trial")
-            if tvm.get("curve"):
-                pts = [(p[0], p[1]) if isinstance(p, list | tuple) else (i + 1, p) for i, p in enumerate(tvm["curve"])]
-                ax.plot(*zip(*pts), color="k", lw=1, label="TVM curve (trials)")
-        ax.set_title(f"{name} ({state})")
-        ax.set_xlabel("measurements")
-        ax.set_ylabel("best GFLOP/s so far")
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-
 
 def main(argv: list[str] | None = None) -> dict:
     from common import command_line, machine

@@ -29,6 +29,7 @@ _spec = importlib.util.spec_from_file_location("bench_efficiency", BENCH / "benc
 bench = importlib.util.module_from_spec(_spec)
 sys.modules.setdefault("bench_efficiency", bench)  # its dataclasses look their module up by name
 _spec.loader.exec_module(bench)
+report = importlib.import_module("efficiency_report")  # the summary half, beside the script
 
 CPU = Target.parse("cpu")
 MM = Workload.create("matmul", 64, 64, 64)
@@ -149,19 +150,19 @@ def test_unknown_searcher_or_model_is_named():
 # ---- summary
 
 def test_to_reach_and_spread_count_unreached_seeds_as_infinite():
-    assert bench.to_reach([1.0, 2.0, 5.0], 2.0) == 2 and bench.to_reach([1.0], 2.0) is None
-    s = bench.spread([3, None, 5])
+    assert report.to_reach([1.0, 2.0, 5.0], 2.0) == 2 and report.to_reach([1.0], 2.0) is None
+    s = report.spread([3, None, 5])
     assert s == {"median": 5.0, "min": 3, "max": None, "reached": 2, "seeds": 3}
-    assert bench.spread([None, None, 4])["median"] is None
+    assert report.spread([None, None, 4])["median"] is None
 
 
 def test_verdict_is_undecided_when_the_budget_stops_short_of_the_limit():
     reached = {"median": 40.0}
     missed = {"median": None}
-    assert bench.verdict(reached, 100, 48) == "met"
-    assert bench.verdict(reached, 32, 48) == "not met"
-    assert bench.verdict(missed, 100, 48) == "undecided (budget 48 < 100)"
-    assert bench.verdict(missed, 32, 32) == "not met"
+    assert report.verdict(reached, 100, 48) == "met"
+    assert report.verdict(reached, 32, 48) == "not met"
+    assert report.verdict(missed, 100, 48) == "undecided (budget 48 < 100)"
+    assert report.verdict(missed, 32, 32) == "not met"
 
 
 class _R:
