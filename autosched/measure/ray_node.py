@@ -63,9 +63,10 @@ def keep_loopback() -> None:
     services.resolve_ip_for_localhost = resolve
 
 
-def session_pids(sid: int) -> list[int]:
-    """Live (non-zombie) processes whose session id is `sid` (from /proc): everything a node started."""
-    pids = []
+def process_table() -> list[tuple[int, str, int, int]]:
+    """(pid, state, parent pid, session id) of every process, from /proc: one reader for the session
+    and descendant walks that stop what a node or the service started."""
+    table = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -74,9 +75,13 @@ def session_pids(sid: int) -> list[int]:
         except OSError:
             continue
         fields = stat[stat.rindex(")") + 2:].split()
-        if int(fields[3]) == sid and fields[0] != "Z":
-            pids.append(int(entry))
-    return pids
+        table.append((int(entry), fields[0], int(fields[1]), int(fields[3])))
+    return table
+
+
+def session_pids(sid: int, include_zombies: bool = False) -> list[int]:
+    """Processes whose session id is `sid` (live ones unless `include_zombies`): everything a node started."""
+    return [pid for pid, state, _, s in process_table() if s == sid and (include_zombies or state != "Z")]
 
 
 def kill_session(sid: int, grace_s: float = 5.0, *, spare: int | None = None) -> None:

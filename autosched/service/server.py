@@ -125,16 +125,9 @@ def start_ray_head(port: int, num_cpus: int | None, node_ip: str = "127.0.0.1", 
 def descendants(pid: int) -> list[int]:
     """Every live process below `pid` (children, their children, ...), from /proc."""
     children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            text = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = text[text.rindex(")") + 2:].split()
-        if fields[0] != "Z":
-            children.setdefault(int(fields[1]), []).append(int(entry))
+    for child, state, parent, _ in ray_node.process_table():
+        if state != "Z":
+            children.setdefault(parent, []).append(child)
     out, todo = [], [pid]
     while todo:
         for child in children.get(todo.pop(), []):

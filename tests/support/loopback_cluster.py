@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from autosched.measure import ray_node
+
 # `python -m` rather than the `ray` console script: where Ray is unpacked from its wheel onto
 # PYTHONPATH (the device machine, see tools/device-wheels.sh) there is no script. The launcher
 # is Ray's CLI that keeps 127.0.0.1 as the node address, so every listener stays on loopback.
@@ -44,19 +46,8 @@ def free_port() -> int:
 
 
 def session_pids(sid: int, include_zombies: bool = True) -> list[int]:
-    """Pids whose session id is `sid` (read from /proc/PID/stat)."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[3]) == sid and (include_zombies or fields[0] != "Z"):
-            pids.append(int(entry))
-    return pids
+    """Pids whose session id is `sid`, zombies included unless asked otherwise."""
+    return ray_node.session_pids(sid, include_zombies)
 
 
 class LoopbackCluster:

@@ -7,7 +7,6 @@ the verified and the unverified cost).
 
 Revision ID: 0002_standings
 Revises: 0001_initial
-Create Date: 2026-12-04
 """
 
 from __future__ import annotations
