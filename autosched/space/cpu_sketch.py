@@ -24,15 +24,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from autosched.schedule.schedule import Schedule
+from autosched.space.cpu_reduce import reduce_output
 from autosched.space.cpu_seeds import ROW_TILES, GemmStage, channel_axis, gemm_seeds, pack_layout
-from autosched.space.knobs import ConfigSpace, Knob
+from autosched.space.knobs import VECTOR_CHOICES, ConfigSpace, Knob
 from autosched.target.vector import lanes, line_lanes
 from autosched.te.dag import ComputeDAG
 from autosched.te.expr import Call, Cast, IterVar, Reduce, Select, TensorRead, walk
 from autosched.te.tensor import ComputeOp, Tensor
 
 UNROLL_CHOICES = (0, 16, 64, 512)
-VECTOR_CHOICES = (1, 8, 16, 32, 64)
 
 
 def divisors(n: int) -> list[int]:
@@ -262,26 +262,7 @@ class SketchSpace:
         self.plan.actions.append(act)
 
     def _reduce_output(self, t: Tensor) -> None:
-        name = t.name
-        last = t.op.axis[-1]
-        vec = self._knob(f"{name}.vector", [c for c in VECTOR_CHOICES if c <= last.extent], "tile")
-
-        def act(s: Schedule, v: dict) -> None:
-            op = s[name].op
-            axes = [a.name for a in op.axis]
-            red = [a.name for a in op.reduce_axis]
-            if v[vec] > 1:
-                lo, li = s[name].split(axes[-1], factor=v[vec])
-                sp_outer = axes[:-1] + [lo.name]
-                s[name].reorder(*sp_outer, *red, li.name)
-                s[name].vectorize(li.name)
-            else:
-                sp_outer = axes
-            outer = s[name].fuse(*sp_outer).name if len(sp_outer) > 1 else sp_outer[0]
-            s[name].parallel(outer)
-            s._anchor = (name, outer)
-
-        self.plan.actions.append(act)
+        reduce_output(self, t)
 
     def _placement(self, t: Tensor, outputs: set[str]) -> None:
         name = t.name

@@ -28,6 +28,9 @@ Config = tuple[int, ...]
 DEFAULT_MAX_ENUMERATION = 1_000_000
 """Iterating over more configs than this is almost surely a mistake (a grid over a huge space)."""
 
+VECTOR_CHOICES = (1, 8, 16, 32, 64)
+"""Widths a sketch offers for an inner split that it vectorizes (1: left scalar)."""
+
 ONEHOT_MAX = 32
 """Knobs with more choices than this are encoded by their normalized index only (keeps encodings small)."""
 
