@@ -76,16 +76,23 @@ class Variant:
         return f"{self.searcher}{'+' + self.model if self.model else ''}{' +seeds' if self.seeds else ''}"
 
 
-def parse_searcher(spec: str) -> tuple[str, str | None]:
-    """"random" -> ("random", None); "genetic+xgb" -> ("genetic", "xgb"); unknown names are refused."""
+def parse_searcher(spec: str) -> tuple[str, str | None, int | None]:
+    """"random" -> ("random", None, None); "genetic+xgb@100" -> ("genetic", "xgb", 100): a searcher, its
+    cost model and its own seeds-off budget (default --budget); unknown names are refused."""
     from autosched.search.registry import SEARCHERS
 
+    spec, at, budget_text = spec.partition("@")
+    budget = None
+    if at:
+        if not budget_text.isdigit() or int(budget_text) < 1:
+            raise ValueError(f"budget {budget_text!r} after '@' in {spec}@{budget_text}: want a whole number >= 1")
+        budget = int(budget_text)
     name, _, model = spec.partition("+")
     if name not in SEARCHERS:
         raise ValueError(f"unknown searcher {name!r} in {spec!r}; valid: {sorted(SEARCHERS)}")
     if model not in ("", "xgb", "random"):
         raise ValueError(f"unknown cost model {model!r} in {spec!r}; use 'xgb' or 'random' (or none)")
-    return name, model or None
+    return name, model or None, budget
 
 
 class CountingMeasurer:
@@ -236,7 +243,8 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workloads", nargs="+", default=list(SUITE), choices=list(SUITE))
     ap.add_argument("--shape", nargs="+", type=int, default=None, help="override the shape (tests: a small one)")
-    ap.add_argument("--searchers", nargs="+", default=["random", "genetic+xgb"])
+    ap.add_argument("--searchers", nargs="+", default=["random", "genetic+xgb@100"],
+                    help="searcher[+model][@budget]: the budget overrides --budget for its seeds-off runs")
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--budget", type=int, default=200, help="measurements per run without rule-derived seeds")
     ap.add_argument("--seeded-budget", type=int, default=32, help="measurements per run with them (0: skip)")
@@ -252,7 +260,10 @@ def main(argv: list[str] | None = None) -> dict:
         return resummarize(a.from_json, a.tvm_results, a.out_dir, a.tag or "")
     if a.seeds < 1 or a.budget < 1 or a.seeded_budget < 0:
         ap.error("--seeds and --budget must be >= 1, --seeded-budget >= 0")
-    specs = [parse_searcher(s) for s in a.searchers]
+    try:
+        specs = [parse_searcher(s) for s in a.searchers]
+    except ValueError as e:
+        ap.error(f"--searchers: {e}")
     tvm = read_tvm(a.tvm_results)
     tgt = Target.parse("cpu")
     inner = default_measurer(kind="cpu")
@@ -274,10 +285,10 @@ def main(argv: list[str] | None = None) -> dict:
                 if state == "warm":
                     warm = build_warm_db(op, WARM_SHAPES[name], inner, tgt, a.warm_measurements,
                                          workdir / f"{name}-warm-base.db")
-                variants = [Variant(s, m, False, a.budget) for s, m in specs]
+                variants = [Variant(s, m, False, b or a.budget) for s, m, b in specs]
                 # a space without rule-derived seeds (softmax) would repeat the seeds-off runs: skipped
                 if a.seeded_budget and (has_seeds or state == "warm"):
-                    variants += [Variant(s, m, True, a.seeded_budget) for s, m in specs]
+                    variants += [Variant(s, m, True, a.seeded_budget) for s, m, _ in specs]
                 runs = [make_run(w, tgt, inner, v, seed, workdir, warm) for v in variants for seed in range(a.seeds)]
                 t0 = time.perf_counter()
                 run_lockstep(runs, log=lambda m, n=name, s=state: print(f"{n} {s} {m}", flush=True))

@@ -121,24 +121,34 @@ def schedule_text(w, r) -> str | None:
     return s.as_python()
 
 
+def install_tvm() -> None:
+    """TVM lives in its own venv so its numpy/xgboost pins never meet ours; re-running refreshes it."""
+    if not TVM_PY.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(HERE / ".tvm-venv")], check=True)
+    subprocess.run([str(TVM_PY), "-m", "pip", "install", "-q", "apache-tvm==0.27.0.post1", "numpy==2.3.5",
+                    "psutil==7.2.2", "xgboost==3.2.0", "cloudpickle==3.1.3", "tornado==6.6.1"],
+                   check=True)
+    # TVM 0.27's wheels accept a newer apache-tvm-ffi than they work with (segfaults in ToJSONGraph)
+    subprocess.run([str(TVM_PY), "-m", "pip", "install", "-q", "--no-deps", "apache-tvm-ffi==0.1.14.post1"],
+                   check=True)
+    print(f"TVM environment ready: {TVM_PY}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--trials", type=int, default=200)
     ap.add_argument("--only", nargs="*", default=None, help=f"subset of {list(SUITE)}")
     ap.add_argument("--tvm", nargs="*", default=None, metavar="WORKLOAD",
                     help="also tune with TVM MetaSchedule (same trials): all workloads, or those listed")
-    ap.add_argument("--install-tvm", action="store_true")
+    ap.add_argument("--install-tvm", action="store_true",
+                    help="create benchmarks/.tvm-venv with TVM's pinned wheels, then exit")
     ap.add_argument("--no-compile", action="store_true", help="skip torch.compile")
     ap.add_argument("--out", default=None, help="results stem (default bench_tune_cpu_<machine tag>)")
     a = ap.parse_args()
-    if a.install_tvm and not TVM_PY.exists():
-        subprocess.run([sys.executable, "-m", "venv", str(HERE / ".tvm-venv")], check=True)
-        subprocess.run([str(TVM_PY), "-m", "pip", "install", "-q", "apache-tvm==0.27.0.post1", "numpy==2.3.5",
-                        "psutil==7.2.2", "xgboost==3.2.0", "cloudpickle==3.1.3", "tornado==6.6.1"],
-                       check=True)
-        # TVM 0.27's wheels accept a newer apache-tvm-ffi than they work with (segfaults in ToJSONGraph)
-        subprocess.run([str(TVM_PY), "-m", "pip", "install", "-q", "--no-deps", "apache-tvm-ffi==0.1.14.post1"],
-                       check=True)
+    if a.install_tvm:
+        install_tvm()
+        return
+
 
     from common import command_line, interleaved, machine, machine_tag, thread_counts, write_results
     from cpu_peers import allocates, check_peers, peers

@@ -86,7 +86,7 @@ def test_seeds_must_be_a_bool():
 @pytest.mark.parametrize("spec", ["random", "genetic+xgb"])
 def test_every_measurement_is_counted_failed_ones_too_and_none_past_the_budget(tmp_path, spec):
     inner = HashMeasurer(fail_every=5)
-    s, m = bench.parse_searcher(spec)
+    s, m, _ = bench.parse_searcher(spec)
     run = bench.make_run(MM, CPU, inner, bench.Variant(s, m, False, 21), 0, tmp_path, None)
     _run_to_end(run)
     assert run.meter.n == len(inner.inputs) == 21  # 21: not a multiple of the batch
@@ -145,6 +145,14 @@ def test_unknown_searcher_or_model_is_named():
         bench.parse_searcher("beam+xgb")
     with pytest.raises(ValueError, match="'mlp'"):
         bench.parse_searcher("genetic+mlp")
+
+
+def test_a_searcher_may_carry_its_own_budget_and_a_bad_one_is_named():
+    assert bench.parse_searcher("genetic+xgb@100") == ("genetic", "xgb", 100)
+    assert bench.parse_searcher("random") == ("random", None, None)
+    for bad in ("random@", "random@0", "random@ten"):
+        with pytest.raises(ValueError, match="after '@'"):
+            bench.parse_searcher(bad)
 
 
 # ---- summary
