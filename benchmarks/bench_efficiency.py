@@ -42,6 +42,7 @@ sys.path.insert(0, str(HERE))
 from efficiency_report import (  # noqa: E402
     plot,
     read_tvm,
+    report_lines,
     summarize,
     table_lines,
 )
@@ -279,7 +280,8 @@ def main(argv: list[str] | None = None) -> dict:
             w = Workload.create(op, *(a.shape or shape))
             has_seeds = bool(getattr(make_space(w, "cpu"), "seeds", ()))
             results[name] = {"op": op, "args": list(a.shape or shape), "has_rule_seeds": has_seeds,
-                             "tvm": tvm.get(name), "states": {}}
+                             "tvm": tvm.get(name), "states": {}, "machine": head["machine"],
+                             "command": head["command"]}
             for state in a.states:
                 warm = None
                 if state == "warm":
@@ -293,7 +295,7 @@ def main(argv: list[str] | None = None) -> dict:
                 t0 = time.perf_counter()
                 run_lockstep(runs, log=lambda m, n=name, s=state: print(f"{n} {s} {m}", flush=True))
                 audit(runs, inner, w, tgt)
-                summ = summarize(runs, (tvm.get(name) or {}).get("gflops"))
+                summ = summarize(runs, (tvm.get(name) or {}).get("gflops"), has_seeds)
                 summ["seconds"] = time.perf_counter() - t0
                 summ["curves"] = {}
                 for r in runs:
@@ -330,31 +332,43 @@ def resummarize(path: Path, tvm_path: Path | None, out_dir: Path, tag: str) -> d
                                     transferred=r["transferred"],
                                     meter=SimpleNamespace(curve=r["curve"], n=len(r["curve"])))
                     for r in summ["runs"]]
-            summ.update(summarize(runs, (d["tvm"] or {}).get("gflops")))
+            summ.update(summarize(runs, (d["tvm"] or {}).get("gflops"), d.get("has_rule_seeds", True)))
     head = {k: v for k, v in data.items() if k != "workloads"}
     head["tvm_results"] = str(tvm_path) if tvm_path else head.get("tvm_results")
     return write(SimpleNamespace(tag=tag, out_dir=out_dir), data["workloads"], head)
 
 
+PROTOCOL_KEYS = ("seeds", "budget", "seeded_budget", "searchers")
+"""Settings two runs must share for their workloads to sit in one report (`merge_previous`)."""
+
+
+def merge_previous(path: Path, results: dict, head: dict) -> dict:
+    """The workloads of an earlier result file at `path` that this run did not measure, when it used the
+    same protocol settings (so one report may be measured a few workloads at a time); none otherwise."""
+    if not path.exists():
+        return results
+    old = json.loads(path.read_text())
+    if any(old.get(k) != head.get(k) for k in PROTOCOL_KEYS):
+        print(f"note: {path.name} was measured with other settings; this run replaces it", file=sys.stderr)
+        return results
+    kept = {n: d for n, d in old.get("workloads", {}).items() if n not in results}
+    return {**kept, **results}
+
+
 def write(a: argparse.Namespace, results: dict, head: dict) -> dict:
-    """The result files: efficiency_<tag>.{json,md,png}."""
+    """The result files: efficiency_<tag>.{json,md,png}, with the workloads of earlier runs of the same
+    protocol kept (each workload carries the machine, date and command it was measured with)."""
     from common import machine_tag
 
     tag = a.tag or machine_tag()
-    out = {**head, "workloads": results}
     a.out_dir.mkdir(parents=True, exist_ok=True)
     stem = a.out_dir / f"efficiency_{tag}"
+    results = merge_previous(stem.with_suffix(".json"), results, head)
+    out = {**head, "workloads": results}
     stem.with_suffix(".json").write_text(json.dumps(out, indent=1, default=str))
-    md = [f"# Search efficiency ({tag})", "", f"`{out['command']}`", "",
-          "Cells: measurements to reach the level, median [min–max] over seeds (seeds that reached it / seeds); "
-          "'> N' = not reached within the run's budget N.", ""]
-    for name, d in results.items():
-        for state, summ in d["states"].items():
-            md += table_lines(name, state, summ)
-    stem.with_suffix(".md").write_text("\n".join(md) + "\n")
+    stem.with_suffix(".md").write_text("\n".join(report_lines(tag, out)) + "\n")
     plot(results, stem.with_suffix(".png"))
     return out
-
 
 if __name__ == "__main__":
     main()

@@ -42,9 +42,11 @@ def verdict(s: dict, limit: int, budget: int) -> str:
     return "not met" if budget >= limit else f"undecided (budget {budget} < {limit})"
 
 
-def summarize(runs: list[Run], tvm_gflops: float | None) -> dict:
+def summarize(runs: list[Run], tvm_gflops: float | None, has_rule_seeds: bool = True) -> dict:
     """Per variant: final and audited GFLOP/s, measurements to TVM's 200-trial result and to random
-    search's median final result (random, seeds off, its own budget), and the issue's targets."""
+    search's median final result (random, seeds off, its own budget), and the issue's targets. A space
+    without rule-derived seeds (softmax) has nothing to turn on: its seeds-off runs answer the
+    with-seeds target too."""
     by: dict[str, list[Run]] = {}
     for r in runs:
         by.setdefault(r.variant.label, []).append(r)
@@ -67,7 +69,7 @@ def summarize(runs: list[Run], tvm_gflops: float | None) -> dict:
         if random_level:
             row["to_random"] = spread([to_reach(r.meter.curve, random_level) for r in rs])
         guided = v.model == "xgb"
-        if tvm_gflops and v.seeds:
+        if tvm_gflops and (v.seeds or not has_rule_seeds):
             row["target_tvm_within_32"] = verdict(row["to_tvm"], 32, v.budget)
         if tvm_gflops and guided and not v.seeds:
             row["target_tvm_within_100"] = verdict(row["to_tvm"], 100, v.budget)
@@ -117,6 +119,63 @@ def table_lines(name: str, state: str, summ: dict) -> list[str]:
                    f"{r['audit_gflops_median']:.1f} | {fmt(r.get('to_tvm'), r['budget'])} | "
                    f"{fmt(r.get('to_random'), r['budget'])} | {targets} |")
     return out + [""]
+
+
+TARGETS = (
+    ("tvm_within_32", "with seeds, TVM's 200-trial result within 32 measurements", "every"),
+    ("tvm_within_100", "without seeds, the model-guided searcher reaches TVM's result within 100", 3),
+    ("half_of_random", "without seeds, the model-guided searcher reaches random search's result in half "
+                       "random's measurements", "every"),
+)
+"""The issue's targets: (row key, what it says, on how many workloads: "every" or at least N)."""
+PROTOCOL_WORKLOADS = len(TVM_ROW)
+"""The protocol's workloads (matmul, conv2d, dense+bias+relu, softmax): a target over them is decided
+once each is measured or the outcome can no longer change."""
+
+
+def target_lines(workloads: dict) -> list[str]:
+    """One line per target: where it is met, where not, and whether the whole target is met."""
+    out = ["| target | met on | not met on | verdict |", "|---|---|---|---|"]
+    for key, text, need in TARGETS:
+        met, missed = [], []
+        for name, d in workloads.items():
+            for state, summ in d["states"].items():
+                for r in summ["rows"]:
+                    v = r.get(f"target_{key}")
+                    if v is not None:
+                        (met if v == "met" else missed).append(f"{name} {r['label']} ({state}): {v}"
+                                                               if v != "met" else f"{name} {r['label']} ({state})")
+        measured = {m.split()[0] for m in met + missed}
+        met_w = len({m.split()[0] for m in met} - {m.split()[0] for m in missed})
+        left = PROTOCOL_WORKLOADS - len(measured)  # workloads of the protocol not in this report yet
+        want = PROTOCOL_WORKLOADS if need == "every" else need
+        verdict_text = "met" if met_w >= want else "not met" if met_w + left < want else \
+            f"undecided ({len(measured)} of {PROTOCOL_WORKLOADS} workloads measured)"
+        scope = f" (needs {'every workload' if need == 'every' else f'{need} of {PROTOCOL_WORKLOADS}'})"
+        out.append(f"| {text}{scope} | {'; '.join(met) or '-'} | {'; '.join(missed) or '-'} | {verdict_text} |")
+    return out
+
+
+def report_lines(tag: str, out: dict) -> list[str]:
+    """The markdown report: how each workload was measured, the targets, then a table per workload."""
+    md = [f"# Search efficiency ({tag})", "", "How many measurements until a searcher holds a kernel this good "
+          "(protocol: `benchmarks/bench_efficiency.py`'s docstring). Settings: "
+          f"{out.get('seeds')} seeds per searcher, budgets {out.get('budget')} without rule-derived seeds "
+          f"(searchers {', '.join(out.get('searchers') or [])}; `@N` is that searcher's own budget) and "
+          f"{out.get('seeded_budget')} with them. TVM's level: its own 200-trial result from "
+          f"`{out.get('tvm_results')}`.", "", "| workload | measured on | threads (ours) | load at start | command |",
+          "|---|---|---|---|---|"]
+    for name, d in out["workloads"].items():
+        m = d.get("machine") or out.get("machine") or {}
+        md.append(f"| {name} | {m.get('cpu')}, {m.get('cores')} cores, {m.get('date')} | {m.get('cores')} | "
+                  f"{m.get('loadavg_at_start')} | `{d.get('command') or out.get('command')}` |")
+    md += ["", "## Targets", ""] + target_lines(out["workloads"]) + ["", "## Per workload", "",
+           "Cells: measurements to reach the level, median [min–max] over seeds (seeds that reached it / seeds); "
+           "'> N' = not reached within the run's budget N.", ""]
+    for name, d in out["workloads"].items():
+        for state, summ in d["states"].items():
+            md += table_lines(name, state, summ)
+    return md
 
 
 def plot(results: dict, path: Path) -> None:

@@ -230,3 +230,13 @@ def test_a_result_file_is_summarized_again_without_measuring(tmp_path):
     row = out["workloads"]["matmul"]["states"]["empty"]["rows"][0]
     assert row["to_tvm"]["reached"] == 2
     assert (tmp_path / "efficiency_t.md").exists() and (tmp_path / "efficiency_t.png").exists()
+
+
+def test_a_report_keeps_the_workloads_of_earlier_runs_of_the_same_protocol_only(tmp_path):
+    path = tmp_path / "efficiency_x.json"
+    head = {"seeds": 5, "budget": 200, "seeded_budget": 32, "searchers": ["random", "genetic+xgb@100"]}
+    path.write_text(json.dumps({**head, "workloads": {"matmul": {"old": 1}, "softmax": {"old": 1}}}))
+    merged = bench.merge_previous(path, {"softmax": {"new": 1}}, head)
+    assert merged == {"matmul": {"old": 1}, "softmax": {"new": 1}}
+    other = {**head, "budget": 48}
+    assert bench.merge_previous(path, {"softmax": {"new": 1}}, other) == {"softmax": {"new": 1}}
