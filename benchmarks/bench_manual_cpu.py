@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import interleaved, machine, write_results  # noqa: E402
-from cpu_peers import peers  # noqa: E402
+from common import SETTLE_S, command_line, interleaved, machine, thread_counts, write_results  # noqa: E402
+from cpu_peers import allocates, check_peers, peers  # noqa: E402
 
 import autosched as asc  # noqa: E402
 from autosched.workload import Workload  # noqa: E402
@@ -118,10 +118,21 @@ def run(quick: bool) -> dict:
         ref = w.dag.evaluate(x)
         err = max(float(np.abs(outs[o] - ref[o]).max()) for o in outs)
         peer_fns = peers(w, x, compile_torch=False)
+        out_name = w.dag.outputs[-1].name
+        peer_err = check_peers(peer_fns, ref[out_name])
+        scale = float(np.abs(ref[out_name]).max()) or 1.0
+        for name, e in peer_err.items():
+            if e > 1e-3 * scale:
+                raise SystemExit(f"{label}: peer {name} disagrees with the reference (max abs err {e:.3g})")
         peer_fns = {("torch" if k == "torch eager" else k): v for k, v in peer_fns.items()}
-        times = interleaved({"autosched": lambda f=f, a=call_args: f(*a), **peer_fns}, rounds=5 if quick else 15)
+        times = interleaved({"autosched": lambda f=f, a=call_args: f(*a), **peer_fns}, rounds=5 if quick else 15,
+                            settle_s=SETTLE_S)
         flops = w.flops
-        row = {"workload": label, "max_abs_err": err, "not_vectorized": f.not_vectorized,
+        counts = thread_counts()
+        threads = {k: counts.get("torch eager" if k == "torch" else k, "?") for k in times}
+        row = {"workload": label, "max_abs_err": err, "not_vectorized": f.not_vectorized, "threads": threads,
+               "allocates": {k: allocates(w.name, "torch eager" if k == "torch" else k) for k in times
+                             if k != "autosched"}, "peer_max_abs_err": peer_err,
                **{f"{k}_ms": v * 1e3 for k, v in times.items()},
                **{f"{k}_gflops": flops / v / 1e9 for k, v in times.items()},
                "ratio_vs_torch_time": times["torch"] / times["autosched"]}
@@ -129,19 +140,25 @@ def run(quick: bool) -> dict:
         print(f"{label:28s} ours {times['autosched']*1e3:8.3f} ms  torch {times['torch']*1e3:8.3f} ms  "
               + (f"numpy {times['numpy']*1e3:8.3f} ms  " if "numpy" in times else "")
               + f"speed vs torch {row['ratio_vs_torch_time']:.2f}x  err {err:.1e}", flush=True)
-    return {"machine": machine(), "rows": rows}
+    return {"machine": machine(), "command": command_line("bench_manual_cpu.py"), "rows": rows}
 
 
 def table(payload: dict) -> str:
+    """Each figure with the threads that side computed with, and *allocates* where a peer creates its
+    output on every call (ours and the others write into a preallocated one)."""
     lines = ["| workload | autosched | torch eager | numpy | autosched / torch (speed) |", "|---|---|---|---|---|"]
     for r in payload["rows"]:
-        npy = f"{r['numpy_ms']:.3f} ms" if "numpy_ms" in r else "—"
-        gf = f" ({r['autosched_gflops']:.0f} GFLOP/s)" if r["workload"].startswith("matmul") else ""
-        tgf = f" ({r['torch_gflops']:.0f})" if r["workload"].startswith("matmul") else ""
-        lines.append(f"| {r['workload']} | {r['autosched_ms']:.3f} ms{gf} | {r['torch_ms']:.3f} ms{tgf} | {npy} | "
+        th, alloc = r.get("threads", {}), r.get("allocates", {})
+
+        def cell(k: str, r=r, th=th, alloc=alloc) -> str:
+            if f"{k}_ms" not in r:
+                return "—"
+            gf = f", {r[f'{k}_gflops']:.0f} GFLOP/s" if r["workload"].startswith("matmul") else ""
+            return f"{r[f'{k}_ms']:.3f} ms ({th.get(k, '?')} thr{gf}{', allocates' if alloc.get(k) else ''})"
+
+        lines.append(f"| {r['workload']} | {cell('autosched')} | {cell('torch')} | {cell('numpy')} | "
                      f"{r['ratio_vs_torch_time']:.2f}x |")
     return "\n".join(lines)
-
 
 if __name__ == "__main__":
     ap = argparse.ArgumentParser()
