@@ -40,7 +40,25 @@ def machine() -> dict:
     except ImportError:
         pass
     info["loadavg_at_start"] = round(os.getloadavg()[0], 2)
+    info["commit"] = git_commit()
     return info
+
+
+def git_commit() -> str | None:
+    """The checkout's commit, with "+changes" when the working tree differs from it: which code a
+    figure measured."""
+    import subprocess
+
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=root, capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "autosched",
+                                "tuning_db", "benchmarks"], cwd=root, capture_output=True, text=True,
+                               timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head + ("+changes" if dirty else "")
 
 
 def machine_tag() -> str:

@@ -167,7 +167,8 @@ def report_lines(tag: str, out: dict) -> list[str]:
           "|---|---|---|---|---|"]
     for name, d in out["workloads"].items():
         m = d.get("machine") or out.get("machine") or {}
-        md.append(f"| {name} | {m.get('cpu')}, {m.get('cores')} cores, {m.get('date')} | {m.get('cores')} | "
+        md.append(f"| {name} | {m.get('cpu')}, {m.get('cores')} cores, {m.get('date')}, commit {m.get('commit')} | "
+                  f"{m.get('cores')} | "
                   f"{m.get('loadavg_at_start')} | `{d.get('command') or out.get('command')}` |")
     md += ["", "## Targets", ""] + target_lines(out["workloads"]) + ["", "## Per workload", "",
            "Cells: measurements to reach the level, median [min–max] over seeds (seeds that reached it / seeds); "
