@@ -3,6 +3,9 @@
 Runs inside the TVM environment (benchmarks/.tvm-venv, made by bench_tune_cpu.py --install-tvm),
 never imported by autosched. Prints one JSON line: best seconds per call, tuning wall time.
 Usage: python tvm_peer.py matmul 1024 1024 1024 --trials 200 [--ours LIB.so ENTRY]
+       python tvm_peer.py --generality NAME [SIZES...] --trials 200 [--ours LIB.so ENTRY]
+(the second form builds a workload of the generality suite, `generality_dags.py`, with `tvm.te`:
+the very builder autosched's side uses, at its default shape unless SIZES are given).
 
 With `--ours`, autosched's tuned kernel (a plain C shared library: `int ENTRY(void* arg0, ...)`, the
 workload's inputs then its output) is loaded with ctypes into this process and timed side by side
@@ -95,6 +98,16 @@ def te_workload(op: str, args: list[int]):
     raise SystemExit(f"tvm_peer: no TE definition for {op}")
 
 
+def generality_workload(name: str, args: list[int]):
+    """A generality-suite DAG built with `tvm.te` (its default shape, or `args`), and its flops."""
+    from generality_dags import WORKLOADS  # beside this script: numpy-free, autosched-free builders
+    from tvm import te
+
+    if name not in WORKLOADS:
+        raise SystemExit(f"tvm_peer: unknown generality workload {name!r}; the suite has {list(WORKLOADS)}")
+    return WORKLOADS[name].tensors(te, tuple(args) or None)
+
+
 def build_candidate(mod, target, _params):
     """MetaSchedule's default_build without its `import tvm.s_tir.tensor_intrin`.
 
@@ -148,8 +161,10 @@ def main() -> None:
     from tvm import te
 
     ap = argparse.ArgumentParser()
-    ap.add_argument("op")
-    ap.add_argument("args", nargs="+", type=int)
+    ap.add_argument("op", nargs="?", help="an op of TE_OPS (or none with --generality)")
+    ap.add_argument("args", nargs="*", type=int)
+    ap.add_argument("--generality", metavar="NAME", default=None,
+                    help="a workload of generality_dags.WORKLOADS instead of an op (sizes: its default shape)")
     ap.add_argument("--trials", type=int, default=200)
     ap.add_argument("--ours", nargs=2, metavar=("LIB", "ENTRY"), default=None,
                     help="autosched's compiled kernel to time side by side with TVM's best")
@@ -158,8 +173,18 @@ def main() -> None:
                     help="seconds between contenders, longer than either pool spins after a call")
     ap.add_argument("--mcpu", default=None, help="LLVM CPU to tune for (default: this host's, as LLVM names it)")
     a = ap.parse_args()
+    if a.generality is not None:
+        if a.op is not None and not a.op.isdigit():
+            ap.error(f"--generality {a.generality} takes sizes only, not an op ({a.op!r})")
+        a.args = ([int(a.op)] if a.op is not None else []) + a.args
+        a.op = f"generality:{a.generality}"
+    elif a.op is None or not a.args:
+        ap.error("give an op and its sizes, or --generality NAME")
     check_ffi_abi()
-    tensors, flops = te_workload(a.op, a.args)
+    if a.generality is not None:
+        tensors, flops = generality_workload(a.generality, a.args)
+    else:
+        tensors, flops = te_workload(a.op, a.args)
     func = te.create_prim_func(tensors).with_attr("global_symbol", "main")
     mod = tvm.IRModule({"main": func})
     cores = len(os.sched_getaffinity(0))
