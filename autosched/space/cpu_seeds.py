@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from autosched.te.expr import IterVar, TensorRead, walk
+from autosched.te.interval import affine, key
 from autosched.te.tensor import ComputeOp
 
 MAX_ACCUMULATOR_VECTORS = 16
@@ -65,15 +66,16 @@ def channel_axis(op: ComputeOp, line_lanes: int) -> int | None:
     Why: a convolution's output rows (56, 28, 14, 7 wide) are not whole cache-line vectors, so a tile
     vectorized along them runs partly masked or scalar; its output channels are whole vectors, with
     each input value broadcast and the kernel packed channels-innermost
-    (see docs/decisions/channel-vectorized-tiles.md). The axis qualifies when the last axis does not fill
-    whole lines (`line_lanes` elements), its own extent does, exactly one re-used input is indexed by
+    (see docs/decisions/channel-vectorized-tiles.md). The axis qualifies when lanes along the last axis
+    fit badly (`_lanes_fit_badly`: partial lines, or strided reads), its own extent holds at least one
+    line (a partial last vector of channels is peeled off), exactly one re-used input is indexed by
     it, as its first index and nowhere else (conv's `kernel[f, c, r, s]`, packed `outer_last`), and
     no other read depends on it (each of their values is one broadcast)."""
-    if len(op.axis) < 2 or op.axis[-1].extent % line_lanes == 0:
+    if len(op.axis) < 2 or not _lanes_fit_badly(op, line_lanes):
         return None
     reads = [n for n in walk(op.body.source) if isinstance(n, TensorRead)]
     for d, ax in enumerate(op.axis[:-1]):
-        if ax.extent % line_lanes:
+        if ax.extent < line_lanes:
             continue
         users = [r for r in reads if any(n is ax for i in r.indices for n in walk(i))]
         if len(users) != 1 or isinstance(users[0].tensor.op, ComputeOp):
@@ -82,6 +84,21 @@ def channel_axis(op: ComputeOp, line_lanes: int) -> int | None:
         if first is ax and not any(n is ax for i in rest for n in walk(i)):
             return d
     return None
+
+
+def _lanes_fit_badly(op: ComputeOp, line_lanes: int) -> bool:
+    """Whether lanes along the last axis make poor vectors: it does not fill whole lines, or some read
+    steps by more than one element per step of it in its innermost index (a strided convolution's
+    `x[..., w * 2 + s]`), which no copy of the input in its own layout makes contiguous."""
+    last = op.axis[-1]
+    if last.extent % line_lanes:
+        return True
+    for n in walk(op.body.source):
+        if isinstance(n, TensorRead) and n.indices:
+            coeff = affine(n.indices[-1]).terms.get(key(last), (0, None))[0]
+            if abs(coeff) > 1:
+                return True
+    return False
 
 
 def pack_layout(op: ComputeOp, name: str, vector_axis: IterVar | None = None) -> str:
@@ -119,27 +136,44 @@ def _vector_operand(op: ComputeOp) -> str | None:
     return None
 
 
+def channel_column_tiles() -> tuple[int, ...]:
+    """Runs of columns a channel-vectorized tile may take where they do not divide the row: the
+    accumulator budget with one and with two vectors of channels (`channel_seeds`)."""
+    return (CHANNEL_TILE_VECTORS, CHANNEL_TILE_VECTORS // 2)
+
+
 def _largest_divisor_at_most(n: int, cap: int) -> int:
     return max(d for d in range(1, min(n, cap) + 1) if n % d == 0)
 
 
-def gemm_seeds(stages: list[GemmStage], knob_choices: dict[str, tuple], lanes: int) -> list[dict[str, Any]]:
-    """Seeds (knob name -> value) for a space with exactly one GEMM-like multi-level stage."""
+def register_tiles(m: int, n: int, lanes: int) -> list[tuple[int, int]]:
+    """(rows, columns) of the seeds' register tiles for an m x n output: ROW_TILES rows by two vectors
+    of columns (4 rows also by four), whether or not they divide m and n (a ragged last tile is peeled
+    off by lowering); narrower outputs take one vector of columns, fewer rows than ROW_TILES take all."""
+    vectors = [2, 4] if n >= 2 * lanes else [1] if n >= lanes else []
+    rows = [mr for mr in ROW_TILES if mr < m] or [m]
+    out = [(mr, v * lanes) for mr in rows for v in vectors if v == vectors[0] or mr == 4]
+    return out
+
+
+def gemm_seeds(stages: list[GemmStage], knob_choices: dict[str, tuple], lanes: int, *,
+               locations: frozenset[str]) -> list[dict[str, Any]]:
+    """Seeds (knob name -> value) for a space with exactly one GEMM-like multi-level stage; `locations`:
+    the knobs of kind "location" (where a producer is computed), known by kind, never by name."""
     if len(stages) != 1 or lanes <= 1:
         return []
     st = stages[0]
-    if st.channel is not None:
-        return channel_seeds(st, knob_choices, lanes)
+    # lanes along channels where they fit (convolutions), then the row-vectorized GEMM seeds (the lanes
+    # knob's first choice): a matmul whose columns are not whole lines keeps both
+    seeds = channel_seeds(st, knob_choices, lanes, locations=locations) if st.channel is not None else []
     packed = _vector_operand(st.op)
     if packed is None or len(st.extents) < 2 or len(st.red_knobs) != 1:
-        return []
+        return seeds
     m, n = st.extents[-2:]
     base = {k: c[0] for k, c in knob_choices.items()}
-    seeds: list[dict[str, Any]] = []
-    shapes = [(mr, 2 * lanes) for mr in ROW_TILES] + [(4, 4 * lanes)]
     budget = accumulator_budget(lanes)
-    for mr, nr in shapes:
-        if mr >= m or n % nr or mr * nr // lanes > budget:
+    for mr, nr in register_tiles(m, n, lanes):
+        if mr * nr // lanes > budget:
             continue
         v = dict(base)
         for kn in st.tile_knobs[:-2]:
@@ -156,7 +190,8 @@ def gemm_seeds(stages: list[GemmStage], knob_choices: dict[str, tuple], lanes: i
     return seeds
 
 
-def channel_seeds(st: GemmStage, knob_choices: dict[str, tuple], lanes: int) -> list[dict[str, Any]]:
+def channel_seeds(st: GemmStage, knob_choices: dict[str, tuple], lanes: int, *,
+                  locations: frozenset[str]) -> list[dict[str, Any]]:
     """Seeds of a stage vectorized along its channel axis (`channel_axis`): one or two vectors of
     channels by a run of columns (and one or two rows) as the register tile, a task per block of
     channels over all rows, the packed input `outer_last`, and producers (the padded input)
@@ -167,16 +202,19 @@ def channel_seeds(st: GemmStage, knob_choices: dict[str, tuple], lanes: int) -> 
     base = {k: ch[0] for k, ch in knob_choices.items()}
     seeds: list[dict[str, Any]] = []
     for vectors, rows in ((1, 1), (2, 1), (1, 2)):
-        cols = _largest_divisor_at_most(w, CHANNEL_TILE_VECTORS // (vectors * rows))
+        cap = CHANNEL_TILE_VECTORS // (vectors * rows)
+        cols = _largest_divisor_at_most(w, cap)
+        if 2 * cols < cap and w > cap:
+            cols = cap  # a ragged run of columns (`channel_column_tiles`): lowering peels the last one
         fi = vectors * lanes
-        if st.extents[c] % fi or h % rows or len(st.extents) - 2 == c:
+        if st.extents[c] < fi or h % rows or len(st.extents) - 2 == c:
             continue
         v = dict(base)
         for kn in st.tile_knobs:
             v[kn] = (1, 1)
         v[st.tile_knobs[c]] = (1, fi)
         v[st.tile_knobs[-2]] = (_largest_divisor_at_most(h // rows, 256), rows)  # all rows of a task
-        v[st.tile_knobs[-1]] = (w // cols, cols)
+        v[st.tile_knobs[-1]] = (_largest_divisor_at_most(-(-w // cols), 256), cols)
         for kn in st.red_knobs:
             v[kn] = 1
         v[st.unroll_knob] = 0
@@ -186,7 +224,7 @@ def channel_seeds(st: GemmStage, knob_choices: dict[str, tuple], lanes: int) -> 
         for _inp, kn in st.pack_knobs:
             v[kn] = True
         for name, ch in knob_choices.items():
-            if name.endswith(".location") and "root" in ch:
+            if name in locations and "root" in ch:
                 v[name] = "root"
         seeds.append(v)
     return seeds

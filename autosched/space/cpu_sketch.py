@@ -25,7 +25,8 @@ from dataclasses import dataclass
 
 from autosched.schedule.schedule import Schedule
 from autosched.space.cpu_reduce import reduce_output
-from autosched.space.cpu_seeds import ROW_TILES, GemmStage, channel_axis, gemm_seeds, pack_layout
+from autosched.space.cpu_seeds import ROW_TILES, GemmStage, channel_axis, channel_column_tiles, gemm_seeds, pack_layout
+from autosched.space.cpu_threads import PARALLEL_KNOB, parallel_choices, parallelize
 from autosched.space.knobs import VECTOR_CHOICES, ConfigSpace, Knob
 from autosched.target.vector import lanes, line_lanes
 from autosched.te.dag import ComputeDAG
@@ -60,10 +61,17 @@ def factorizations(n: int, max_inner: int, max_middle: int,
     return out
 
 
+def vector_tiles(dtype: str) -> tuple[int, ...]:
+    """Lane tiles a register tile may take along its vectorized axis where they do not divide it: one to
+    four whole vectors of this host. The partial last tile is peeled off by lowering (`loop_partition`)."""
+    w = lanes(dtype)
+    return tuple(k * w for k in (1, 2, 3, 4) if w and k * w <= 64)
+
+
 def has_reuse(op: ComputeOp) -> bool:
     if not isinstance(op.body, Reduce):
         return False
-    spatial = {id(a) for a in op.axis}
+    spatial = {id(a) for a in op.axis if a.extent > 1}  # an axis of one point reuses nothing
     for node in walk(op.body.source):
         if isinstance(node, TensorRead):
             used = {id(n) for i in node.indices for n in walk(i) if isinstance(n, IterVar)}
@@ -104,11 +112,19 @@ class SketchSpace:
         self.plan = _Plan([], [])
         self._gemm_stages: list[GemmStage] = []
         self._generate()
+        self._knob(PARALLEL_KNOB, parallel_choices(dag), "flag")
         self.space = ConfigSpace(tuple(self.plan.knobs))
         self.seeds: tuple[dict, ...] = self._rule_seeds()
 
     # ---- generation ---------------------------------------------------------------------------
     def _knob(self, name: str, choices, kind: str) -> str:
+        """Add a knob and return its name, made unique (`~2`) where the author's names would repeat one
+        (an epilogue's axis named like its product's reduction axis): names label knobs, never shape them."""
+        taken = {k.name for k in self.plan.knobs}
+        base, n = name, 1
+        while name in taken:
+            n += 1
+            name = f"{base}~{n}"
         self.plan.knobs.append(Knob(name, tuple(choices), kind))
         return name
 
@@ -158,9 +174,16 @@ class SketchSpace:
         tile_knobs = []
         for d, ax in enumerate(op.axis):
             wide = d in (n_sp - 1, chan)  # an axis the register tile may take its lanes along
-            rows = d == n_sp - 2 and not wide  # the register tile's rows: also the row tiles that do not divide
+            # tiles that need not divide the axis (lowering peels the partial last one): row tiles for
+            # the register tile's rows, whole vectors along an axis it may take its lanes along, and
+            # runs of columns for a channel-vectorized tile
+            ragged = set(ROW_TILES) if d == n_sp - 2 else set()
+            if wide:
+                ragged |= set(vector_tiles(acc_op.dtype))
+            if chan is not None and d == n_sp - 1:
+                ragged |= set(channel_column_tiles())
             tile_knobs.append(self._knob(f"{name}.tile.{ax.name}", factorizations(
-                ax.extent, 64 if wide else 16, 256, ROW_TILES if rows else ()), "tile"))
+                ax.extent, 64 if wide else 16, 256, tuple(sorted(ragged, reverse=True))), "tile"))
         red_knobs = [self._knob(f"{name}.tile.{ax.name}", [d for d in divisors(ax.extent) if d <= 512], "tile")
                      for ax in acc_op.reduce_axis]
         unroll = self._knob(f"{name}.unroll", UNROLL_CHOICES, "unroll")
@@ -191,7 +214,7 @@ class SketchSpace:
                 outer = outer[::-1]  # column panels outermost: a packed panel serves every row block
             s[name].reorder(*outer, *mid, *inner)
             fused = s[name].fuse(*outer).name if len(outer) > 1 else outer[0]
-            s[name].parallel(fused)
+            parallelize(s, name, fused, v)
             for x in inner[:-1]:
                 s[name].unroll(x)
             s[name].vectorize(inner[-1])
@@ -246,11 +269,11 @@ class SketchSpace:
             axes = [a.name for a in s[name].op.axis]
             if len(axes) > 1:
                 outer = s[name].fuse(*axes[:-1]).name if len(axes) > 2 else axes[0]
-                s[name].parallel(outer)
+                parallelize(s, name, outer, v)
                 inner = axes[-1]
             else:
                 o, i = s[name].split(axes[0], factor=max(v[vec], 1) * 64)
-                s[name].parallel(o.name)
+                parallelize(s, name, o.name, v)
                 outer, inner = o.name, i.name
             if v[vec] > 1:
                 _, vi = s[name].split(inner, factor=v[vec])
@@ -299,7 +322,7 @@ class SketchSpace:
                 axes = [a.name for a in s[name].op.axis]
                 outer = axes[:-1] if len(axes) > 1 else axes
                 fused = s[name].fuse(*outer).name if len(outer) > 1 else outer[0]
-                s[name].parallel(fused)
+                parallelize(s, name, fused, v)
 
         # placements run after the output's action (the anchor must exist): prepend-reverse order
         self.plan.actions.append(act)
@@ -312,7 +335,8 @@ class SketchSpace:
             return ()
         choices = {k.name: k.choices for k in self.space.knobs}
         out = []
-        for v in gemm_seeds(stages, choices, lanes(stages[0].op.dtype)):  # one GEMM stage, or none
+        locations = frozenset(k.name for k in self.space.knobs if k.kind == "location")
+        for v in gemm_seeds(stages, choices, lanes(stages[0].op.dtype), locations=locations):  # one GEMM stage, or none
             try:
                 self.apply(self.space.index_of(v))
             except (ValueError, KeyError):  # ScheduleError is a ValueError

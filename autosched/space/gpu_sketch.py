@@ -33,6 +33,7 @@ from autosched.space.knobs import Config
 from autosched.space.template import TemplateSpace
 from autosched.target.gpu import H200, SM_COUNT
 from autosched.te.dag import ComputeDAG
+from autosched.te.expr import BUILTIN_REDUCERS, Binary, Reducer
 from autosched.workload import Workload
 
 
@@ -197,7 +198,7 @@ def rowwise_seeds(dag: ComputeDAG) -> list[dict[str, Any]]:
     n = dag.outputs[0].op.axis[-1].extent
     seeds = []
     chunks = [c for c in (512, 1024, 2048) if 2 * c <= n and n % c == 0]
-    sums = sum(1 for t in dag.computes if t.op.reduce_axis and t.op.body.reducer.name == "sum")
+    sums = sum(1 for t in dag.computes if t.op.reduce_axis and adds(t.op.body.reducer))
     if chunks and sums >= 2:
         seeds += [{"rows": 1, "block_n": max(chunks), "num_warps": w, "welford": 1, "store_evict": e}
                   for w, e in ((16, 1), (8, 1), (16, 0))]
@@ -205,6 +206,19 @@ def rowwise_seeds(dag: ComputeDAG) -> list[dict[str, Any]]:
         warps = max(w for w in (4, 8, 16) if w == 4 or w * 512 <= rows * n)
         seeds.append({"rows": rows, "block_n": 0, "num_warps": warps, "welford": 0, "store_evict": 0})
     return seeds
+
+
+def adds(r: Reducer) -> bool:
+    """Whether reducer `r` is a sum: `te.sum`, or one declared to combine x + y from 0, whatever its name
+    (a reducer named "sum" that multiplies is not one)."""
+    if r is BUILTIN_REDUCERS["sum"]:
+        return True
+    c = r.combine
+    try:
+        zero = r.identity("float32").value == 0
+    except ValueError:
+        return False
+    return zero and isinstance(c, Binary) and c.op == "add" and {id(c.a), id(c.b)} == {id(r.lhs), id(r.rhs)}
 
 
 def welford(s) -> None:

@@ -41,37 +41,23 @@ def _count_flops(e: Expr) -> int:
 
 
 class ComputeDAG:
-    """All operations reachable from `outputs`, in a deterministic topological order."""
+    """All operations reachable from `outputs`, in a deterministic topological order.
+
+    The order is a depth-first walk from the outputs, each op's inputs in the order its body reads
+    them; several outputs are walked in the order of their structure (`structure_key`), not the order
+    the caller listed them in, so that the stages (and the search space built on them) follow what
+    the program computes, never how its author declared it (issue 29)."""
 
     def __init__(self, outputs: Tensor | Sequence[Tensor]) -> None:
         outs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
         if not outs:
             raise ValueError("ComputeDAG needs at least one output tensor")
-        order: list[Tensor] = []
-        state: dict[int, int] = {}
-        by_name: dict[str, Tensor] = {}
-
-        def visit(t: Tensor) -> None:
-            s = state.get(id(t))
-            if s == 2:
-                return
-            if s == 1:
-                raise ValueError(f"cycle through tensor {t.name!r}")
-            state[id(t)] = 1
-            for inp in t.op.input_tensors():
-                visit(inp)
-            state[id(t)] = 2
-            other = by_name.get(t.name)
-            if other is not None and other is not t:
-                raise ValueError(f"two different tensors are both named {t.name!r}; "
-                                 "give each stage its own name")
-            by_name[t.name] = t
-            order.append(t)
-
         for t in outs:
             if not isinstance(t, Tensor):
                 raise TypeError(f"ComputeDAG outputs must be tensors, got {type(t).__name__}")
-            visit(t)
+        order, by_name = _post_order(outs)  # checks cycles and names first
+        if len(outs) > 1:
+            order, by_name = _post_order(sorted(outs, key=structure_key))  # stable: isomorphic ties keep theirs
         self.tensors: list[Tensor] = order
         self.outputs: list[Tensor] = outs
         self.by_name = by_name
@@ -130,6 +116,15 @@ class ComputeDAG:
         """sha256 of the canonical JSON: identical programs share a key."""
         return sha256_text(self.to_json())
 
+    def canonical(self) -> ComputeDAG:
+        """The same program with every name replaced by its place (`_positional_ops`): DAGs that differ
+        only in their names and declaration order have one canonical form, and so one search space
+        with the same knob names (how tuning matches the knobs of two workloads)."""
+        pos = {id(t): k for k, t in enumerate(self.tensors)}
+        outs = [f"t{pos[id(t)]}" for t in sorted(self.outputs, key=lambda t: pos[id(t)])]
+        return ComputeDAG.from_dict({"format": "autosched-dag", "version": FORMAT_VERSION,
+                                     "ops": _positional_ops(self.tensors), "outputs": outs})
+
     @staticmethod
     def from_dict(d: dict[str, Any]) -> ComputeDAG:
         if not isinstance(d, dict) or d.get("format") != "autosched-dag":
@@ -186,6 +181,75 @@ class ComputeDAG:
     def evaluate(self, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         """numpy reference: every computed tensor by name (see `autosched.te.reference`)."""
         return evaluate_dag(self, inputs)
+
+
+def _post_order(outs: Sequence[Tensor]) -> tuple[list[Tensor], dict[str, Tensor]]:
+    """Every tensor reachable from `outs`, inputs before their readers, and the tensors by name."""
+    order: list[Tensor] = []
+    state: dict[int, int] = {}
+    by_name: dict[str, Tensor] = {}
+
+    def visit(t: Tensor) -> None:
+        s = state.get(id(t))
+        if s == 2:
+            return
+        if s == 1:
+            raise ValueError(f"cycle through tensor {t.name!r}")
+        state[id(t)] = 1
+        for inp in t.op.input_tensors():
+            visit(inp)
+        state[id(t)] = 2
+        other = by_name.get(t.name)
+        if other is not None and other is not t:
+            raise ValueError(f"two different tensors are both named {t.name!r}; "
+                             "give each stage its own name")
+        by_name[t.name] = t
+        order.append(t)
+
+    for t in outs:
+        visit(t)
+    return order, by_name
+
+
+def _renamed(j: Any, axes: dict[str, str], tensors: dict[str, str]) -> Any:
+    """An expression's JSON with its loops and tensors renamed, and custom reducers named `reducer`."""
+    if not isinstance(j, list) or not j or j[0] == "c":
+        return j
+    if j[0] == "v":
+        return ["v", axes.get(j[1], j[1])]
+    if j[0] == "read":
+        return ["read", tensors[j[1]], _renamed(j[2], axes, tensors)]
+    if j[0] == "reduce":
+        red = j[1] if isinstance(j[1], str) else {**j[1], "name": "reducer"}
+        return ["reduce", red, _renamed(j[2], axes, tensors), [axes[n] for n in j[3]]]
+    return [_renamed(x, axes, tensors) for x in j]
+
+
+def _positional_ops(order: list[Tensor]) -> list[dict[str, Any]]:
+    """The ops of `order` as `to_dict` writes them, with no name of the author's left: each tensor named
+    by its place in `order` (t0, t1...), each loop by its place in its op (a0... spatial, r0...
+    reduction), custom reducers `reducer`, no tags."""
+    names = {t.name: f"t{k}" for k, t in enumerate(order)}
+    ops: list[dict[str, Any]] = []
+    for t in order:
+        op = t.op
+        if isinstance(op, PlaceholderOp):
+            ops.append({"name": names[t.name], "kind": "placeholder", "shape": list(op.shape), "dtype": op.dtype})
+            continue
+        axes = {a.name: f"r{d}" for d, a in enumerate(op.reduce_axis)}
+        axes.update({a.name: f"a{d}" for d, a in enumerate(op.axis)})
+        ops.append({"name": names[t.name], "kind": "compute",
+                    "axis": [[f"a{d}", a.extent] for d, a in enumerate(op.axis)],
+                    "reduce_axis": [[f"r{d}", a.extent] for d, a in enumerate(op.reduce_axis)],
+                    "body": _renamed(expr_to_json(op.body), axes, names), "dtype": op.dtype, "tag": ""})
+    return ops
+
+
+def structure_key(root: Tensor) -> str:
+    """What `root` computes and from what, with no name in it (`_positional_ops` of its sub-DAG): equal
+    for the same program written with other names or declared in another order. The tie-break among
+    a DAG's outputs."""
+    return canonical_json(_positional_ops(_post_order([root])[0]), allow_nan=True)
 
 
 def _compute_from_json(o: dict[str, Any], tensors: dict[str, Tensor]) -> Tensor:

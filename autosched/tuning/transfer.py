@@ -155,17 +155,36 @@ def transplant(values: dict[str, Any], space: ConfigSpace) -> Config | None:
     return tuple(out)
 
 
+def structural_names(workload: Workload, kind: str, space: ConfigSpace) -> dict[str, str]:
+    """Each knob of `space` (`workload`'s space on target `kind`) -> its name in the space of the
+    workload's canonical DAG (`ComputeDAG.canonical`: every tensor and loop named by its place).
+
+    Why: knob names carry the author's tensor and loop names (`C.tile.i`), so the same operator written
+    with other names, or declared in another order, would share no knob with it; matched by these names
+    it shares them all (issue 29). A space that is not the registry's one for `workload` (a template)
+    keeps its own names."""
+    dag = workload.dag.canonical()
+    canon = spaces.make_space(Workload.from_tensors(dag.placeholders + dag.outputs, "canonical"), kind).space
+    if [(k.choices, k.kind) for k in canon.knobs] != [(k.choices, k.kind) for k in space.knobs]:
+        return {n: n for n in space.names}
+    return dict(zip(space.names, canon.names))
+
+
 def transfer_seeds(db: Database, workload: Workload, target: Target, space: SearchSpace, *,
                    per_workload: int = TRANSFER_SEEDS_PER_WORKLOAD, limit: int = TRANSFER_SEEDS_MAX) -> list[Config]:
     """Configs of `space` (this workload's SketchSpace) moved from the best stored schedules of other
-    workloads whose sketch has the same knob names on the same target; best first, valid, distinct.
+    workloads whose sketch has the same knobs on the same target (by `structural_names`: whatever the
+    workloads' authors named their tensors and loops); best first, valid, distinct.
 
     Other workloads are visited nearest in size first (by log-ratio of FLOPs), so a 512^3 matmul's
     schedules come before a 4096^3 one's when tuning 256^3.
     """
     if not hasattr(space, "apply") or not hasattr(space, "space"):
         return []  # not a space that turns configs into steps: nothing to move across
-    names = set(space.space.names)
+    try:
+        names = {s: n for n, s in structural_names(workload, target.kind, space.space).items()}
+    except (ValueError, ScheduleError):  # no sketch of this workload in the registry: its own names
+        names = {n: n for n in space.space.names}
     found: list[tuple[float, Workload]] = []
     for info in db.workloads():
         if info.key == workload.key:
@@ -188,15 +207,18 @@ def transfer_seeds(db: Database, workload: Workload, target: Target, space: Sear
     return out
 
 
-def _seeds_from(db: Database, other: Workload, target: Target, space: SearchSpace, names: set[str], k: int,
+def _seeds_from(db: Database, other: Workload, target: Target, space: SearchSpace, names: dict[str, str], k: int,
                 taken: list[Config]) -> list[Config]:
     """Up to `k` seeds for `space` from workload `other`'s best stored schedules (none if its
-    sketch has other knobs)."""
+    sketch has other knobs). `names`: structural name -> knob of `space`."""
     try:
         other_space = spaces.make_space(other, target.kind)
     except (ValueError, ScheduleError):  # no sketch for it on this target
         return []
-    if set(other_space.space.names) != names:
+    if sorted(kn.kind for kn in other_space.space.knobs) != sorted(kn.kind for kn in space.space.knobs):
+        return []  # cheap refusal before the canonical space is built
+    mine = structural_names(other, target.kind, other_space.space)
+    if set(mine.values()) != set(names):
         return []
     pool: list[Config] = []
     families: list[tuple] = []
@@ -212,7 +234,7 @@ def _seeds_from(db: Database, other: Workload, target: Target, space: SearchSpac
         if src is None:
             continue
         src_values = other_space.space.values(src)
-        cfg = transplant(src_values, space.space)
+        cfg = transplant({names[mine[n]]: v for n, v in src_values.items()}, space.space)
         if cfg is not None and cfg not in taken and cfg not in pool and space.space.valid(cfg) \
                 and _step_bag(space, cfg) is not None:
             pool.append(cfg)

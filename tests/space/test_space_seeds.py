@@ -73,9 +73,14 @@ def test_operators_the_rule_does_not_fit_get_no_seeds(op, args) -> None:
     assert make_space(Workload.create(op, *args), "cpu").seeds == ()
 
 
-def test_a_matrix_too_narrow_for_two_vectors_gets_only_the_seeds_that_divide(monkeypatch) -> None:
+def test_a_matrix_too_narrow_for_two_vectors_gets_panels_of_one_vector(monkeypatch) -> None:
     monkeypatch.setenv(VECTOR_BYTES_ENV, "64")
-    assert make_space(Workload.create("matmul", 64, 24, 64), "cpu").seeds == ()  # 24 columns: no 32-wide panel
+    w = Workload.create("matmul", 64, 24, 64)  # 24 columns: no 32-wide panel; 16 and a peeled 8
+    space = make_space(w, "cpu")
+    row_seeds = [v for v in space.seeds if v["C.lanes"] == "last"]
+    assert row_seeds and {v["C.tile.j"] for v in row_seeds} == {(1, 16)}
+    for v in space.seeds:
+        assert _run(w, space.apply(space.space.index_of(v))) < 1e-3
 
 
 @pytest.mark.parametrize("searcher", ["random", "annealing", "genetic", "rl", "grid"])
@@ -120,15 +125,17 @@ def _acc(op, *args):
     return next(t.op for t in Workload.create(op, *args).dag.computes if t.op.reduce_axis)
 
 
-def test_a_channel_axis_is_offered_only_where_rows_are_not_whole_lines() -> None:
+def test_a_channel_axis_is_offered_only_where_lanes_along_rows_fit_badly() -> None:
     from autosched.space.cpu_seeds import channel_axis
 
     assert channel_axis(_acc("conv2d_nchw", 1, 16, 56, 56, 64, 3, 3, 1, 1), 16) == 1  # 56-wide rows
     assert channel_axis(_acc("conv2d_nchw", 1, 16, 64, 64, 64, 3, 3, 1, 1), 16) is None  # 64 = 4 lines
-    assert channel_axis(_acc("conv2d_nchw", 1, 16, 14, 14, 24, 3, 3, 1, 1), 16) is None  # 24 channels
+    assert channel_axis(_acc("conv2d_nchw", 1, 16, 130, 130, 64, 3, 3, 2, 1), 16) == 1  # 64 wide, stride 2
+    assert channel_axis(_acc("conv2d_nchw", 1, 16, 14, 14, 24, 3, 3, 1, 1), 16) == 1  # 24 channels: 16 + 8
+    assert channel_axis(_acc("conv2d_nchw", 1, 16, 14, 14, 12, 3, 3, 1, 1), 16) is None  # not one line
     assert channel_axis(_acc("depthwise_conv2d_nchw", 1, 32, 14, 14, 3, 3, 1, 1), 16) is None  # data[c]
     assert channel_axis(_acc("matmul", 16, 24, 32), 16) == 0  # 24 columns: lanes along i, A packed [K, M]
-    assert channel_axis(_acc("matmul", 24, 24, 32), 16) is None  # nor 24 rows
+    assert channel_axis(_acc("matmul", 12, 24, 32), 16) is None  # nor 12 rows
     for op, args in [("matmul", (64, 64, 64)), ("dense_bias_relu", (48, 64, 80)),
                      ("conv2d_nchw", (1, 8, 16, 16, 16, 3, 3, 1, 1))]:
         assert not any(k.name.endswith(".lanes") for k in make_space(Workload.create(op, *args), "cpu").space.knobs)
@@ -172,3 +179,58 @@ def test_either_lanes_choice_matches_numpy_with_any_tile(monkeypatch) -> None:
             for choice in ("last", "channel"):
                 v[knob] = choice
                 assert _run(w, space.apply(space.space.index_of(v))) < 1e-3, v
+
+
+@pytest.mark.parametrize("nbytes", [32, 64])
+@pytest.mark.parametrize("op,args", [("matmul", (97, 131, 53)), ("matmul", (3, 517, 31)), ("matmul", (1, 45, 77)),
+                                     ("dense_bias_relu", (31, 83, 29))])
+def test_sizes_that_divide_nothing_get_ragged_seeds_that_match_numpy(monkeypatch, nbytes, op, args) -> None:
+    """Vector tiles need not divide the columns: the seeds keep whole-vector panels and lowering peels
+    the partial last one; fewer rows than a row tile take them all."""
+    monkeypatch.setenv(VECTOR_BYTES_ENV, str(nbytes))
+    w = Workload.create(op, *args)
+    space = make_space(w, "cpu")
+    lanes = nbytes // 4
+    assert space.seeds, f"{op}{args}: no seeds"
+    for v in space.seeds:
+        tile_j = [k for k in v if k.endswith(".tile.j")][0]
+        assert v[tile_j][1] % lanes == 0  # whole vectors of columns
+        assert _run(w, space.apply(space.space.index_of(v))) < 1e-3
+
+
+def _user_conv(c: int, hw: int, k: int, ksize: int, stride: int, pad: int, dilation: int = 1) -> Workload:
+    """A convolution as a user writes it with `te`: a padded copy of the input, then the reduction."""
+    from autosched import te
+
+    x = te.placeholder((1, c, hw, hw), name="X")
+    wt = te.placeholder((k, c, ksize, ksize), name="Wt")
+    size = hw + 2 * pad
+    p = te.compute((1, c, size, size), lambda n, ci, h, w: te.if_then_else(
+        te.all(h >= pad, h < hw + pad, w >= pad, w < hw + pad), x[n, ci, h - pad, w - pad],
+        te.const(0.0, "float32")), name="P")
+    out = (size - dilation * (ksize - 1) - 1) // stride + 1
+    rc, rr, rs = te.reduce_axis((0, c), "rc"), te.reduce_axis((0, ksize), "rr"), te.reduce_axis((0, ksize), "rs")
+    y = te.compute((1, k, out, out), lambda n, f, h, w: te.sum(
+        p[n, rc, h * stride + rr * dilation, w * stride + rs * dilation] * wt[f, rc, rr, rs], axis=[rc, rr, rs]),
+        name="Y")
+    return Workload.from_tensors([x, wt, y], name="user_conv")
+
+
+@pytest.mark.parametrize("nbytes", [32, 64])
+@pytest.mark.parametrize("c,hw,k,ksize,stride,pad,dilation", [
+    (3, 37, 24, 7, 2, 3, 1),   # few input channels, large kernel, stride 2, padded: rows of 19 outputs
+    (1, 29, 17, 5, 3, 2, 1),   # one input channel, stride 3, channels that fill no whole vector twice
+    (5, 23, 40, 3, 1, 2, 2),   # dilation 2
+])
+def test_strided_and_few_channel_convolutions_get_channel_seeds_that_match_numpy(
+        monkeypatch, nbytes, c, hw, k, ksize, stride, pad, dilation) -> None:
+    """Lanes along the output channels wherever lanes along the row fit badly (partial lines, or a
+    stride that makes the row's reads gathers); channel counts and columns that divide nothing are
+    ragged tiles."""
+    monkeypatch.setenv(VECTOR_BYTES_ENV, str(nbytes))
+    w = _user_conv(c, hw, k, ksize, stride, pad, dilation)
+    space = make_space(w, "cpu")
+    assert space.seeds, "a convolution with at least one vector of output channels gets channel seeds"
+    for v in space.seeds:
+        assert v["Y.lanes"] == "channel"
+        assert _run(w, space.apply(space.space.index_of(v))) < 1e-3
