@@ -153,7 +153,7 @@ class Run:
         used = t.step()
         self.seconds += time.perf_counter() - t0
         self.idle = self.idle + 1 if self.meter.n == before else 0
-        if used == 0:
+        if used == 0 and t.proposed_last == 0:
             self.finished = True
 
 

@@ -9,12 +9,11 @@ runner applies) and timed round-robin in this process; with `--tvm`, TVM MetaSch
 DAG (built by the same builder with `tvm.te`) with the same total trials in its own environment and
 times its best kernel side by side with our final one (`tvm_peer.py --generality NAME --ours ...`).
 
-How the continuation counts: `asc.tune` counts trials from zero on every call, and a proposal of a
-schedule the database already holds counts as a trial without being measured again (`reused`).
-The second call also starts with a model that has not seen this workload (warm start excludes the
-workload's own records) and, with the first call's seed, would re-propose the first call's random
-first batch; it therefore runs with the seed CONTINUE_SEED, and each row stores the measurements and
-reuses of both calls, so the measurement count beside TVM's is the real one
+How the continuation counts: the second `asc.tune` call resumes on the first call's database, as a
+user continuing a run would, with the same seed: its model starts trained on the workload's own
+records, and a stored schedule proposed again is reused without a trial, so the remaining trials go to
+new schedules; each row stores the measurements and reuses of both calls, so the measurement count
+beside TVM's is the real one
 (docs/decisions/generality-continuation.md).
 
 Results: benchmarks/results/generality_<machine tag>.{json,md} (`--quick`: ..._quick), written after
@@ -48,7 +47,7 @@ from bench_tune_cpu import TVM_PY, cold_cache, merged_rows, schedule_text, tvm_e
 from generality_dags import WORKLOADS, GeneralityWorkload, unknown  # noqa: E402
 from generality_report import METHOD, summary, table  # noqa: E402
 
-CONTINUE_SEED = 1  # the second tune call's seed: not the first call's (0), whose random batch it would replay
+CONTINUE_SEED = 0  # the second tune call's seed: the first call's, as a user resuming a run
 QUICK = {"trials_first": 4, "trials": 8, "rounds": 3}
 
 

@@ -280,7 +280,7 @@ def tune(workload: Workload | Sequence[Tensor] | str, target: str | Target = "cp
     tgt = Target.parse(target)
     space = TemplateSpace(w.dag, opts.template, w.args_order) if opts.template is not None else None
     with Session(tgt, opts, [w]) as session:
-        session.warm_start(exclude_key=w.key)
+        session.warm_start(exclude_key=None)  # the workload's own stored records too: a resumed run starts informed
         t0 = time.perf_counter()
         task = session.task(w, space=space)
         result = task.run(session.should_stop)
@@ -312,7 +312,7 @@ def tune_many(workloads: Sequence[Workload], target: str | Target = "cpu", trial
             n = tasks[k].step()
             used += n
             sched.update(k, tasks[k].best_cost, n)
-            if n == 0 or tasks[k].done:
+            if tasks[k].proposed_last == 0 or tasks[k].done:
                 sched.dead[k] = True  # nothing left to try for this task
         if not session.should_stop():
             for t in tasks:

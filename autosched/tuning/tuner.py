@@ -122,8 +122,13 @@ class TaskTuner:
         self.known: dict[str, float] = {}  # steps_hash -> cost reused instead of measuring (inf: ruled out)
         self._costs: dict[str, list[float]] = {}  # steps hash -> every valid local cost, stored or this run's
         self.disqualified: set[str] = set()
+        # schedules an earlier run stored: proposing one again costs no trial (once each), so a run
+        # resumed on the same database spends its budget on new schedules, not on a replay
+        self._stored_unproposed: set[str] = set()
         for h, prior in (known or {}).items():
             prior = prior if isinstance(prior, Prior) else Prior((float(prior),))
+            if prior.disqualified or prior.local:
+                self._stored_unproposed.add(h)
             if prior.disqualified:
                 self.disqualified.add(h)
                 self.known[h] = math.inf
@@ -134,6 +139,7 @@ class TaskTuner:
         self.best_cost, self.best_steps = math.inf, None
         self.curve: list[tuple[int, float]] = []
         self.trials = self.measured = self.reused = 0
+        self.proposed_last = 0  # configs the last step proposed (stored ones proposed again use no trial)
         self.errors: dict[str, int] = {}
         self._since_improvement = 0
         self.evaluated: dict[str, tuple[float, str]] = {}  # steps hash -> (cost, steps JSON), valid ones
@@ -173,10 +179,12 @@ class TaskTuner:
                 # (see docs/decisions/random-first-batch.md)
                 self.searcher.explore_floor = 1.0
         configs = self.searcher.propose(n)
+        self.proposed_last = len(configs)
         if not configs:
             return 0
         costs: list[float] = [math.inf] * len(configs)
         to_measure: list[tuple[int, MeasureInput]] = []
+        free: set[int] = set()  # positions of stored schedules proposed for the first time: no trial
         for k, cfg in enumerate(configs):
             c = self.cands.get(cfg)
             if not c.ok:
@@ -185,6 +193,9 @@ class TaskTuner:
             if c.steps_hash in self.known:
                 costs[k] = self.known[c.steps_hash]
                 self.reused += 1
+                if c.steps_hash in self._stored_unproposed:
+                    self._stored_unproposed.discard(c.steps_hash)
+                    free.add(k)
                 if c.steps_hash in self.disqualified:
                     self._count_error("DISQUALIFIED")
                 continue
@@ -208,8 +219,8 @@ class TaskTuner:
                  for cfg, x in zip(configs, costs)]
         self.searcher.update(configs, costs)
         improved = False
-        for cfg, cost in zip(configs, costs):
-            self.trials += 1
+        for k, (cfg, cost) in enumerate(zip(configs, costs)):
+            self.trials += k not in free
             c = self.cands.get(cfg)
             if math.isfinite(cost):
                 self.evaluated[c.steps_hash] = (upper_median(self._costs[c.steps_hash]), c.steps_json)
@@ -228,7 +239,7 @@ class TaskTuner:
                 self.model.update(feats, thr, [self.workload.key] * len(ok))
         if self.on_batch is not None:
             self.on_batch(self)
-        return len(configs)
+        return len(configs) - len(free)
 
     def batch_now(self) -> int:
         """Size of the next batch. With a cost model, batches start at RAMP_MIN_BATCH and grow to
@@ -340,7 +351,8 @@ class TaskTuner:
     def run(self, should_stop: Callable[[], bool] | None = None) -> TuneResult:
         t0 = time.perf_counter()
         while not self.done and not (should_stop is not None and should_stop()):
-            if self.step() == 0:
+            self.step()
+            if self.proposed_last == 0:  # the searcher has nothing left to propose
                 break
         if not (should_stop is not None and should_stop()):
             self.verify()
