@@ -19,6 +19,7 @@ from autosched.lowering.stage_info import (
     c_identifier,
     combine_reduction,
     conjunction,
+    lift_reduction_guards,
     vector_last_order,
 )
 from autosched.schedule.bounds import derive
@@ -303,6 +304,10 @@ class Lowerer:
         if inf.local:
             guards += self._bound_guards(st, inf, coords)
         reducer = op.body.reducer if isinstance(op.body, Reduce) else None
+        if reducer is not None and self.target_kind == "cpu":  # rfactor's guards bound the loops instead
+            value, lifted = lift_reduction_guards(value, reducer.identity(op.dtype),
+                                                  {id(lp.var) for lp in st.leaf_loops if lp.kind == "reduce"})
+            guards += lifted
         if reducer is not None:
             value = combine_reduction(reducer, Load(buf, store_idx), value)
         main = Store(buf, store_idx, value)

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from autosched.dtypes import promote
-from autosched.lowering.ir import Buffer
+from autosched.lowering.ir import Buffer, Load
 from autosched.schedule.bounds import Derived
 from autosched.schedule.state import Stage
-from autosched.te.expr import Binary, Const, Expr, substitute, transform, walk
+from autosched.te.expr import Binary, Const, Expr, Select, TensorRead, Var, substitute, transform, walk
 
 
 @dataclass
@@ -74,6 +74,42 @@ def retype_constants(e: Expr) -> Expr:
         return None
 
     return transform(e, fn)
+
+
+_BOUND_COMPARISONS = ("lt", "le", "gt", "ge")
+
+
+def lift_reduction_guards(value: Expr, identity: Const, loop_vars: set[int]) -> tuple[Expr, list[Expr]]:
+    """`value` without its outer `cond ? x : identity` selects whose conditions bound reduction loops
+    (`loop_vars`: ids of their variables), and those conditions, to guard the update with instead.
+
+    Why: rfactor over a split that does not divide its extent guards every term by such a select (the
+    identity changes nothing), which keeps the whole loop guarded; as a guard of the update it becomes
+    the inner loop's bound, and loop partitioning leaves the main iterations a guard-free body."""
+    lifted: list[Expr] = []
+    while isinstance(value, Select) and isinstance(value.f, Const) and value.f.value == identity.value:
+        conds = _conjuncts(value.cond)
+        if not all(_bounds_loops(c, loop_vars) for c in conds):
+            break
+        lifted += conds
+        value = value.t
+    return value, lifted
+
+
+def _conjuncts(cond: Expr) -> list[Expr]:
+    if isinstance(cond, Binary) and cond.op == "and":
+        return _conjuncts(cond.a) + _conjuncts(cond.b)
+    return [cond]
+
+
+def _bounds_loops(c: Expr, loop_vars: set[int]) -> bool:
+    """An integer comparison of loop variables only, one of them in `loop_vars`."""
+    if not (isinstance(c, Binary) and c.op in _BOUND_COMPARISONS and c.a.dtype.startswith("int")
+            and c.b.dtype.startswith("int")):
+        return False
+    nodes = list(walk(c))
+    return not any(isinstance(n, TensorRead | Load) for n in nodes) and \
+        any(isinstance(n, Var) and id(n) in loop_vars for n in nodes)
 
 
 def conjunction(preds: list[Expr]) -> Expr:

@@ -12,8 +12,10 @@ Rules, applied from the outputs backwards:
 - an element-wise output fuses its outer axes into one parallel loop and vectorizes an inner
   split of its last axis; row reductions (softmax, layernorm) and injective producers are either
   inlined, computed at that parallel loop, or computed at root;
-- a reduction output without reuse (reduce, pooling) parallelizes its spatial axes and may move
-  its innermost spatial axis inside the reduction to vectorize it.
+- a reduction output without reuse (sums along any axes, pooling, norms) follows `cpu_reduce`:
+  rows reduced in vector lanes (rfactor), columns vectorized under the reduction in blocks, and a
+  small output split over its reduction into parallel partial results;
+- every space has a `parallel` knob (`cpu_threads`): tiny work defaults to one thread.
 Knobs are the holes: tile factors (Ansor's factorizations of the extent), unroll depth,
 compute locations and packing. `SketchSpace.apply(config)` turns a config into a Schedule.
 """
