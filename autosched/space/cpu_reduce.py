@@ -28,9 +28,10 @@ docs/decisions/cpu-reductions.md.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from math import prod
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from autosched.schedule.schedule import Schedule
 from autosched.space.cpu_threads import parallelize
@@ -39,8 +40,18 @@ from autosched.target.vector import lanes as vector_lanes
 from autosched.te.expr import IterVar, TensorRead, walk
 from autosched.te.tensor import ComputeOp, Tensor
 
-if TYPE_CHECKING:
-    from autosched.space.cpu_sketch import SketchSpace
+
+class _Plan(Protocol):
+    actions: list[Callable[[Schedule, dict], None]]
+
+
+class SketchRuleHost(Protocol):
+    """What a sketch rule needs of the space it adds to (`cpu_sketch.SketchSpace`): a knob maker
+    and the plan of schedule actions; a protocol, so this module does not import the sketch."""
+
+    plan: _Plan
+
+    def _knob(self, name: str, choices: Iterable, kind: str) -> str: ...
 
 SPLIT_CHOICES = (1, 2, 4, 8, 16, 32, 64)
 """Partial results of a split reduction: up to the cores of a large host."""
@@ -96,7 +107,7 @@ def _choices_up_to(choices: tuple[int, ...], limit: int) -> list[int]:
     return [c for c in choices if c <= limit]
 
 
-def reduce_output(space: SketchSpace, t: Tensor) -> None:
+def reduce_output(space: SketchRuleHost, t: Tensor) -> None:
     """Add the knobs and the schedule action of reduction output `t` to `space`."""
     name = t.name
     op = t.op
