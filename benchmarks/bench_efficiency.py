@@ -343,16 +343,26 @@ PROTOCOL_KEYS = ("seeds", "budget", "seeded_budget", "searchers")
 
 
 def merge_previous(path: Path, results: dict, head: dict) -> dict:
-    """The workloads of an earlier result file at `path` that this run did not measure, when it used the
-    same protocol settings (so one report may be measured a few workloads at a time); none otherwise."""
+    """This run's results with the workloads and states of an earlier result file at `path` that it did not
+    measure, when that file used the same protocol settings (so one report may be measured a few
+    workloads or states at a time); this run's alone otherwise."""
     if not path.exists():
         return results
     old = json.loads(path.read_text())
     if any(old.get(k) != head.get(k) for k in PROTOCOL_KEYS):
         print(f"note: {path.name} was measured with other settings; this run replaces it", file=sys.stderr)
         return results
-    kept = {n: d for n, d in old.get("workloads", {}).items() if n not in results}
-    return {**kept, **results}
+    merged = dict(old.get("workloads", {}))
+    for name, d in results.items():
+        earlier = merged.get(name)
+        if earlier is not None and "states" in earlier and "states" in d and earlier.get("args") == d.get("args"):
+            # a run of one state (say "warm") keeps the other states measured earlier, each with the
+            # machine and command it was measured with
+            kept = {st: {"machine": earlier.get("machine"), "command": earlier.get("command"), **summ}
+                    for st, summ in earlier.get("states", {}).items() if st not in d.get("states", {})}
+            d = {**d, "states": {**kept, **d.get("states", {})}}
+        merged[name] = d
+    return merged
 
 
 def write(a: argparse.Namespace, results: dict, head: dict) -> dict:

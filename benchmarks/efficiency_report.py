@@ -163,13 +163,14 @@ def report_lines(tag: str, out: dict) -> list[str]:
           f"{out.get('seeds')} seeds per searcher, budgets {out.get('budget')} without rule-derived seeds "
           f"(searchers {', '.join(out.get('searchers') or [])}; `@N` is that searcher's own budget) and "
           f"{out.get('seeded_budget')} with them. TVM's level: its own 200-trial result from "
-          f"`{out.get('tvm_results')}`.", "", "| workload | measured on | threads (ours) | load at start | command |",
-          "|---|---|---|---|---|"]
+          f"`{out.get('tvm_results')}`.", "",
+          "| workload | state | measured on | threads (ours) | load at start | command |", "|---|---|---|---|---|---|"]
     for name, d in out["workloads"].items():
-        m = d.get("machine") or out.get("machine") or {}
-        md.append(f"| {name} | {m.get('cpu')}, {m.get('cores')} cores, {m.get('date')}, commit {m.get('commit')} | "
-                  f"{m.get('cores')} | "
-                  f"{m.get('loadavg_at_start')} | `{d.get('command') or out.get('command')}` |")
+        for state, summ in d["states"].items():
+            m = summ.get("machine") or d.get("machine") or out.get("machine") or {}
+            command = summ.get("command") or d.get("command") or out.get("command")
+            md.append(f"| {name} | {state} | {m.get('cpu')}, {m.get('cores')} cores, {m.get('date')}, commit "
+                      f"{m.get('commit')} | {m.get('cores')} | {m.get('loadavg_at_start')} | `{command}` |")
     md += ["", "## Targets", ""] + target_lines(out["workloads"]) + ["", "## Per workload", "",
            "Cells: measurements to reach the level, median [min–max] over seeds (seeds that reached it / seeds); "
            "'> N' = not reached within the run's budget N.", ""]

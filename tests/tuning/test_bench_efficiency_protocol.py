@@ -240,3 +240,16 @@ def test_a_report_keeps_the_workloads_of_earlier_runs_of_the_same_protocol_only(
     assert merged == {"matmul": {"old": 1}, "softmax": {"new": 1}}
     other = {**head, "budget": 48}
     assert bench.merge_previous(path, {"softmax": {"new": 1}}, other) == {"softmax": {"new": 1}}
+
+
+def test_a_run_of_one_state_keeps_the_other_states_of_its_workload(tmp_path):
+    path = tmp_path / "efficiency_x.json"
+    head = {"seeds": 5, "budget": 200, "seeded_budget": 32, "searchers": ["random", "genetic+xgb@100"]}
+    earlier = {"args": [64, 64, 64], "machine": {"cpu": "old"}, "command": "old run", "states": {"empty": {"rows": 1}}}
+    path.write_text(json.dumps({**head, "workloads": {"matmul": earlier}}))
+    new = {"args": [64, 64, 64], "machine": {"cpu": "new"}, "command": "warm run", "states": {"warm": {"rows": 2}}}
+    merged = bench.merge_previous(path, {"matmul": new}, head)["matmul"]
+    assert merged["states"]["warm"] == {"rows": 2}
+    assert merged["states"]["empty"] == {"machine": {"cpu": "old"}, "command": "old run", "rows": 1}
+    other_shape = {**new, "args": [32, 32, 32]}
+    assert set(bench.merge_previous(path, {"matmul": other_shape}, head)["matmul"]["states"]) == {"warm"}
