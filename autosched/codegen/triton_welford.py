@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from autosched.codegen.triton_plan import _Red
 from autosched.lowering import arith
-from autosched.te.expr import Binary, Const, Expr, TensorRead, substitute, walk
+from autosched.te.expr import Binary, Const, Expr, TensorRead, builtin_reducer_name, substitute, walk
 
 
 def _scaled(e: Expr) -> tuple[Expr, float]:
@@ -61,7 +61,8 @@ class WelfordMixin:
 
     def _welford_shape_ok(self, r: _Red) -> bool:
         st = r.stage
-        if r.tile is None or r.dot is not None or len(r.serial) != 1 or st.op.body.reducer.name != "sum":
+        if r.tile is None or r.dot is not None or len(r.serial) != 1 \
+                or builtin_reducer_name(st.op.body.reducer) != "sum":
             return False
         if st.op.dtype != "float32" or self.dims[r.dim].padded:
             return False

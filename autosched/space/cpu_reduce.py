@@ -43,6 +43,7 @@ from autosched.te.tensor import ComputeOp, Tensor
 
 class _Plan(Protocol):
     actions: list[Callable[[Schedule, dict], None]]
+    constraints: list[Callable[[dict], bool]]
 
 
 class SketchRuleHost(Protocol):
@@ -122,6 +123,9 @@ def reduce_output(space: SketchRuleHost, t: Tensor) -> None:
         lanes = space._knob(f"{name}.lanes", [0] + [m * width for m in (1, 2, 4) if m * width <= ext], "tile")
         if len(r := _choices_up_to(ROW_CHOICES, last.extent)) > 1:
             rows = space._knob(f"{name}.rows", r, "tile")
+            lanes_knob, rows_knob = lanes, rows
+            # without lanes there are no rows to interleave: one config of that kind, not one per rows
+            space.plan.constraints.append(lambda v: v[lanes_knob] != 0 or v[rows_knob] == r[0])
     else:
         vec = space._knob(f"{name}.vector", _choices_up_to(VECTOR_CHOICES, last.extent), "tile")
         blocks = [0] + [b for b in BLOCK_CHOICES if b < last.extent] + [last.extent]

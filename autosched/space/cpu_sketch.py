@@ -23,13 +23,13 @@ compute locations and packing. `SketchSpace.apply(config)` turns a config into a
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from autosched.schedule.schedule import Schedule
 from autosched.space.cpu_reduce import reduce_output
 from autosched.space.cpu_seeds import ROW_TILES, GemmStage, channel_axis, channel_column_tiles, gemm_seeds, pack_layout
 from autosched.space.cpu_threads import PARALLEL_KNOB, parallel_choices, parallelize
-from autosched.space.knobs import VECTOR_CHOICES, ConfigSpace, Knob
+from autosched.space.knobs import VECTOR_CHOICES, Config, ConfigSpace, Knob
 from autosched.target.vector import lanes, line_lanes
 from autosched.te.dag import ComputeDAG
 from autosched.te.expr import Call, Cast, IterVar, Reduce, Select, TensorRead, walk
@@ -102,6 +102,9 @@ float32), so each block reads and writes whole lines (see docs/decisions/transpo
 class _Plan:
     knobs: list[Knob]
     actions: list[Callable[[Schedule, dict], None]]
+    constraints: list[Callable[[dict], bool]] = field(default_factory=list)
+    """Predicates over a config's knob values: a knob that means nothing under another's value is
+    held at its first choice there, so the space holds no two configs of one schedule."""
 
 
 class SketchSpace:
@@ -115,8 +118,19 @@ class SketchSpace:
         self._gemm_stages: list[GemmStage] = []
         self._generate()
         self._knob(PARALLEL_KNOB, parallel_choices(dag), "flag")
-        self.space = ConfigSpace(tuple(self.plan.knobs))
+        self.space = self._constrained(ConfigSpace(tuple(self.plan.knobs)))
         self.seeds: tuple[dict, ...] = self._rule_seeds()
+
+    def _constrained(self, cs: ConfigSpace) -> ConfigSpace:
+        constraints = tuple(self.plan.constraints)
+        if not constraints:
+            return cs
+
+        def is_valid(config: Config) -> bool:
+            values = cs.values(config)
+            return all(rule(values) for rule in constraints)
+
+        return cs.with_validity(is_valid)
 
     # ---- generation ---------------------------------------------------------------------------
     def _knob(self, name: str, choices, kind: str) -> str:
@@ -265,6 +279,8 @@ class SketchSpace:
                         for n in walk(t.op.body))
         stream = self._knob(f"{name}.stream", (False, True), "flag") \
             if plain and lanes and any(c % lanes == 0 for c in VECTOR_CHOICES if c <= last.extent) else None
+        if stream is not None:  # vectors of part of a line store nothing streaming: one config of those
+            self.plan.constraints.append(lambda v: not v[stream] or v[vec] % lanes == 0)
         self._outer_loop = None
 
         def act(s: Schedule, v: dict) -> None:
@@ -295,15 +311,18 @@ class SketchSpace:
         choices = ("inline", "at", "root") if injective else ("at", "root")
         loc = self._knob(f"{name}.location", choices, "location")
         red = t.op.reduce_axis
-        lanes = None
-        if not injective and len(red) == 1 and red[0].extent % 16 == 0 and red[0].extent > 16:
-            # rfactor into 16 independent lanes: a vectorized row reduction without fast-math
-            lanes = self._knob(f"{name}.rfactor", (False, True), "flag")
+        width = lanes(t.op.dtype)
+        lane_knob = None
+        if not injective and len(red) == 1 and width and red[0].extent >= width:
+            # rfactor into whole vectors of independent lanes: a vectorized reduction without fast-math,
+            # at any extent (the ragged last chunk's guard becomes a loop bound in lowering)
+            choices = [0] + [m * width for m in (1, 2, 4) if m * width <= red[0].extent]
+            lane_knob = self._knob(f"{name}.lanes", choices, "tile")
 
         def act(s: Schedule, v: dict) -> None:
             where = v[loc]
-            if lanes is not None and v[lanes]:
-                _, ki = s[name].split(s[name].op.reduce_axis[0].name, factor=16)
+            if lane_knob is not None and v[lane_knob]:
+                _, ki = s[name].split(s[name].op.reduce_axis[0].name, factor=v[lane_knob])
                 rf = s.rfactor(name, ki.name)
                 lane = [a.name for a in s[rf.name].op.axis][0]
                 rest = [a.name for a in s[rf.name].op.axis][1:]
@@ -340,10 +359,11 @@ class SketchSpace:
         locations = frozenset(k.name for k in self.space.knobs if k.kind == "location")
         for v in gemm_seeds(stages, choices, lanes(stages[0].op.dtype), locations=locations):  # one GEMM stage, or none
             try:
-                self.apply(self.space.index_of(v))
+                config = self.space.index_of(v)
+                self.apply(config)
             except (ValueError, KeyError):  # ScheduleError is a ValueError
                 continue
-            if v not in out:
+            if v not in out and self.space.valid(config):
                 out.append(v)
         return tuple(out)
 

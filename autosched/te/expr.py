@@ -283,6 +283,12 @@ BUILTIN_REDUCERS: dict[str, Reducer] = {
 }
 
 
+def builtin_reducer_name(r: Reducer) -> str | None:
+    """"sum", "max" or "min" when `r` is that builtin reducer itself, else None: a user's reducer is
+    known by what it combines, never by its name (a custom reducer may be called "sum" and multiply)."""
+    return r.name if BUILTIN_REDUCERS.get(r.name) is r else None
+
+
 def _elementwise(r: Reducer, a: Any, b: Any) -> Expr:
     if isinstance(r.combine, Binary) and r.combine.a is r.lhs and r.combine.b is r.rhs:
         return binary(r.combine.op, a, b)

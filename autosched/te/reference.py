@@ -19,7 +19,19 @@ import numpy as np
 from scipy.special import erf as _erf
 
 from autosched.dtypes import is_float, np_dtype, reference_dtype
-from autosched.te.expr import Binary, Call, Cast, Const, Expr, IterVar, Reduce, Select, TensorRead, Var
+from autosched.te.expr import (
+    Binary,
+    Call,
+    Cast,
+    Const,
+    Expr,
+    IterVar,
+    Reduce,
+    Select,
+    TensorRead,
+    Var,
+    builtin_reducer_name,
+)
 from autosched.te.tensor import ComputeOp, Tensor
 
 
@@ -98,11 +110,12 @@ def _combine(reducer, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _reduce_along(reducer, x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
-    if reducer.name == "sum":
+    builtin = builtin_reducer_name(reducer)
+    if builtin == "sum":
         return np.sum(x, axis=axes)
-    if reducer.name == "max":
+    if builtin == "max":
         return np.max(x, axis=axes)
-    if reducer.name == "min":
+    if builtin == "min":
         return np.min(x, axis=axes)
     flat = np.moveaxis(x, axes, tuple(range(x.ndim - len(axes), x.ndim)))
     flat = flat.reshape(flat.shape[: x.ndim - len(axes)] + (-1,))
@@ -115,7 +128,7 @@ def _reduce_along(reducer, x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
 def _einsum_plan(op: ComputeOp) -> tuple[str, list[str]] | None:
     """`sum(A[plain axes] * B[plain axes])` -> einsum subscripts, else None."""
     body = op.body
-    if not isinstance(body, Reduce) or body.reducer.name != "sum":
+    if not isinstance(body, Reduce) or builtin_reducer_name(body.reducer) != "sum":
         return None
     src = body.source
     if not (isinstance(src, Binary) and src.op == "mul"):

@@ -80,3 +80,17 @@ def test_streaming_is_a_feature_and_a_knob() -> None:
     assert "norm.stream" in knobs
     # gelu's row is a tanh of each element: an `omp simd` loop, which has no streaming form, so no knob
     assert not any(k.name.endswith(".stream") for k in SketchSpace(Workload.create("gelu", 64, 256).dag).space.knobs)
+
+
+def test_streaming_is_only_offered_with_vectors_of_whole_lines() -> None:
+    """`stream` does nothing under a vector narrower than a line: those configs are held at False, so the
+    space holds no two configs of one schedule."""
+    from autosched.target.vector import line_lanes
+
+    cs = SketchSpace(Workload.create("softmax", 64, 256).dag).space
+    lanes = line_lanes("float32")
+    assert any(v % lanes for v in cs.knob("norm.vector").choices)
+    for config in cs.iter_configs():
+        v = cs.values(config)
+        if v["norm.stream"] and v["norm.vector"] % lanes:
+            assert not cs.valid(config), v

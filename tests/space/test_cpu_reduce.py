@@ -120,6 +120,19 @@ def test_row_reduction_offers_lanes_and_rows_not_a_vector_across_rows() -> None:
     assert "out.vector" not in names
 
 
+def test_rows_are_held_at_one_without_lanes_so_no_two_configs_are_one_schedule() -> None:
+    sp = _space("rows_sum").space
+    rows = sp.knob("out.rows").choices
+    assert len(rows) > 1
+    for config in sp.iter_configs():
+        v = sp.values(config)
+        assert sp.valid(config) == (v["out.lanes"] != 0 or v["out.rows"] == rows[0]), v
+    rng = np.random.default_rng(0)
+    drawn = [sp.values(sp.sample_valid(rng)) for _ in range(200)]
+    assert all(v["out.lanes"] or v["out.rows"] == rows[0] for v in drawn)
+    assert any(v["out.lanes"] and v["out.rows"] > 1 for v in drawn)
+
+
 def test_column_reduction_offers_output_vectors_blocks_and_a_split() -> None:
     sp = _space("cols_min_wide").space
     assert {"out.vector", "out.block", "out.split"} <= set(sp.names)

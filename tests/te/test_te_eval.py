@@ -271,3 +271,22 @@ def test_matmul_any_shape(M: int, N: int, K: int, dtype: str) -> None:
     inp = dag.random_inputs(seed=M * 100 + N * 10 + K)
     want = inp["A"].astype(np.float64) @ inp["B"].astype(np.float64)
     np.testing.assert_allclose(dag.evaluate(inp)["C"], want.astype(np_dtype(dtype)), rtol=1e-6)
+
+
+def test_a_reducer_is_known_by_what_it_combines_not_by_its_name() -> None:
+    """A user's reducer called "sum" that multiplies is a product: the reference must not take numpy's
+    sum path (nor the einsum path of a sum of products) because of the name."""
+    named_sum = te.comm_reducer(lambda x, y: x * y, 1.0, "sum")
+    assert named_sum is not te.sum
+    rng = np.random.default_rng(7)
+    x = rng.uniform(0.5, 1.5, (3, 5)).astype(np.float32)
+    w = rng.uniform(0.5, 1.5, (5, 4)).astype(np.float32)
+    A, W = te.placeholder((3, 5), "A"), te.placeholder((5, 4), "W")
+    k = te.reduce_axis(5, "k")
+    P = te.compute((3,), lambda i: named_sum(A[i, k], axis=k), "P")
+    k2 = te.reduce_axis(5, "k2")
+    C = te.compute((3, 4), lambda i, j: named_sum(A[i, k2] * W[k2, j], axis=k2), "C")
+    res = te.ComputeDAG([P, C]).evaluate({"A": x, "W": w})
+    x64, w64 = x.astype(np.float64), w.astype(np.float64)
+    np.testing.assert_allclose(res["P"], x64.prod(axis=1), rtol=1e-6)
+    np.testing.assert_allclose(res["C"], (x64[:, :, None] * w64[None, :, :]).prod(axis=1), rtol=1e-6)

@@ -164,19 +164,23 @@ def test_template_errors_are_clear():
         TemplateSpace(w.dag, reads_undefined, w.args_order)
 
 
-def test_sketch_rfactor_knob_gives_correct_row_reductions():
+@pytest.mark.parametrize("width", [64, 67])
+def test_sketch_lanes_knob_gives_correct_row_reductions(width):
+    """The row max and sum of a softmax rfactored into vector lanes, at a width the lanes divide and
+    at one they do not (the ragged last chunk)."""
     from autosched.schedule.state import ScheduleError
     from autosched.space.cpu_sketch import SketchSpace
 
-    w = Workload.create("softmax", 8, 64)
+    w = Workload.create("softmax", 8, width)
     sp = SketchSpace(w.dag)
-    assert "maxelem.rfactor" in sp.space.names and "expsum.rfactor" in sp.space.names
+    assert "maxelem.lanes" in sp.space.names and "expsum.lanes" in sp.space.names
+    assert 0 in sp.space.knob("maxelem.lanes").choices and len(sp.space.knob("maxelem.lanes").choices) > 1
     x = w.dag.random_inputs(2)
     ref = w.dag.evaluate(x)["norm"]
     built = 0
     for cfg in sp.space.iter_configs():
         v = sp.space.values(cfg)
-        if not (v["maxelem.rfactor"] and v["expsum.rfactor"]) or built >= 8:
+        if not (v["maxelem.lanes"] and v["expsum.lanes"]) or built >= 8:
             continue
         try:
             s = sp.apply(cfg)
@@ -184,7 +188,7 @@ def test_sketch_rfactor_knob_gives_correct_row_reductions():
         except ScheduleError:
             continue
         assert any(st.kind == "rfactor" for st in s.steps)
-        out = np.empty((8, 64), "float32")
+        out = np.empty((8, width), "float32")
         f(x["X"], out)
         np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-7)
         built += 1
