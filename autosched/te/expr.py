@@ -238,7 +238,7 @@ class Reducer:
     def __reduce__(self) -> Any:
         # builtins are recognized by identity (JSON writes them by name, the reference takes the
         # numpy fast path): a pickled te.sum must come back as te.sum, not as a lookalike copy
-        if BUILTIN_REDUCERS.get(self.name) is self:
+        if builtin_reducer_name(self) is not None:
             return (_builtin_reducer, (self.name,))
         return (Reducer, (self.name, self.combine, self.lhs, self.rhs, self.identity_spec))
 

@@ -23,6 +23,7 @@ from autosched.te.expr import (
     Select,
     TensorRead,
     Var,
+    builtin_reducer_name,
     check_name,
 )
 from autosched.te.interval import INT_LIMITS
@@ -49,7 +50,7 @@ def _unnum(v: Any) -> float | int | bool:
 
 
 def reducer_to_json(r: Reducer) -> Any:
-    if BUILTIN_REDUCERS.get(r.name) is r:
+    if builtin_reducer_name(r) is not None:
         return r.name
     ident = r.identity_spec
     ident = {k: _num(v) for k, v in ident.items()} if isinstance(ident, dict) else _num(ident)
