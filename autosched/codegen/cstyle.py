@@ -294,13 +294,24 @@ class CStyleRenderer:
         n = arith.const_value(s.extent)
         vt = vc.vtype(dtype)
         stores = vc._stores(s.body)
+        accumulators = {id(st.buffer): st.buffer for st in stores}
         for base in range(0, n, w):
             self.subst[s.var] = Const(base, "int32")
+            # a partial last vector: `part` lanes are real (see vector_c's module docstring)
+            part = min(w, n - base)
+            full = part == w or None
+            if full is None:
+                full = {i for i, b in accumulators.items() if all(
+                    vc.full_width_ok(st.buffer, st.indices, s.var, base + w - 1, self.ranges)
+                    for st in stores if st.buffer is b)}
             for st in stores:
-                val = self.vexpr(st.value, s.var, vt)
+                val = self.vexpr(st.value, s.var, vt, full, part)
                 if not vc.varies(st.value, s.var):
                     val = f"(({vt}){{0}} + ({val}))"
                 ref = f"&{self.buf_name(st.buffer)}[{self.flat_index(st.buffer, st.indices)}]"
+                if full is not True and id(st.buffer) not in full:
+                    self.emit(f"asc_stm_{vt}({ref}, {val}, {part});", indent)
+                    continue
                 store = "asc_st"
                 if s.streaming and st.buffer.scope == "param":
                     store = "asc_stream"
@@ -309,15 +320,22 @@ class CStyleRenderer:
         del self.subst[s.var]
         return True
 
-    def vexpr(self, e: Expr, var: Var, vt: str) -> str:
+    def vexpr(self, e: Expr, var: Var, vt: str, full: bool | set[int] = True, part: int = 0) -> str:
+        """`e` as a vector expression; `full`: True for a whole vector, else the buffers (ids) read at
+        full width in a partial vector of `part` lanes (the tile's accumulators), every other read
+        masked."""
         if isinstance(e, Load) and vc.varies(e, var):
-            return f"asc_ld_{vt}(&{self.buf_name(e.buffer)}[{self.flat_index(e.buffer, e.indices)}])"
+            ref = f"&{self.buf_name(e.buffer)}[{self.flat_index(e.buffer, e.indices)}]"
+            if full is True or id(e.buffer) in full:
+                return f"asc_ld_{vt}({ref})"
+            return f"asc_ldm_{vt}({ref}, {part})"
         if isinstance(e, Binary) and vc.varies(e, var):
             if e.op in vc.MINMAX_OPS:  # a helper taking two vectors: broadcast an invariant side
-                a, b = (self.vexpr(x, var, vt) if vc.varies(x, var) else f"(({vt}){{0}} + ({self.expr(x)}))"
-                        for x in (e.a, e.b))
+                a, b = (self.vexpr(x, var, vt, full, part) if vc.varies(x, var)
+                        else f"(({vt}){{0}} + ({self.expr(x)}))" for x in (e.a, e.b))
                 return f"asc_{e.op}_{vt}({a}, {b})"
-            return f"({self.vexpr(e.a, var, vt)} {vc.ARITH_OPS[e.op]} {self.vexpr(e.b, var, vt)})"
+            a, b = self.vexpr(e.a, var, vt, full, part), self.vexpr(e.b, var, vt, full, part)
+            return f"({a} {vc.ARITH_OPS[e.op]} {b})"
         return self.expr(e)
 
     def params(self, f: LoweredFunc) -> str:

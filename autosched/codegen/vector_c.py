@@ -5,7 +5,11 @@ access has a constant index and the vector operations are explicit: with `#pragm
 the columns the tile stays on the stack and each FMA pays a load and a store
 (see docs/decisions/explicit-vector-code.md). So loops marked `unroll` are unrolled in the
 source, and a vectorized loop whose body is plain arithmetic on contiguous or invariant data is
-written with GCC vector-extension types; anything else falls back to `omp simd`. A tile whose
+written with GCC vector-extension types; anything else falls back to `omp simd`. A loop whose extent
+is not a whole number of vectors ends in a partial vector: masked loads (zero in the lanes past the
+extent) and masked stores, except on the tile's own stack accumulator, whose lanes past the extent
+are dead and are computed at full width so that it stays in registers
+(see docs/decisions/ragged-vector-tiles.md). A tile whose
 every access ends up a whole vector at a constant offset is then written as vector variables
 (`register_tile`), which gcc allocates without copying accumulators around each FMA. The types are
 as wide as this host's vector registers (`host_isa.vector_bytes`): 64 bytes with AVX-512, 32 with
@@ -51,7 +55,57 @@ def vector_prelude() -> str:
         for op, cmp in _MINMAX.items():
             out.append(f"static inline {vt} asc_{op}_{vt}({vt} a, {vt} b) {{ {it} m = a {cmp} b; "
                        f"return ({vt})((m & ({it})a) | (~m & ({it})b)); }}")
+    out += _masked_prelude(nbytes)
     return "\n".join(out) + "\n"
+
+
+def _masked_prelude(nbytes: int) -> list[str]:
+    """`asc_ldm_T(p, n)` / `asc_stm_T(p, v, n)`: the first `n` lanes only (loads fill the rest with
+    zeros), with AVX-512 or AVX2 masks where the ISA has them, lane by lane otherwise."""
+    out: list[str] = ["#if defined(__x86_64__)", "#include <immintrin.h>", "#endif"]
+    for dtype, (ctype, _) in _CTYPE.items():
+        vt = vtype(dtype)
+        w = nbytes // DTYPE_BYTES[dtype]
+        sfx = "ps" if dtype == "float32" else "pd"
+        if nbytes == 64:
+            guard, mt = "__AVX512F__", f"__m512{'' if dtype == 'float32' else 'd'}"
+            mask = f"(__mmask{max(w, 8)})((1u << n) - 1u)"
+            ld = f"return ({vt})_mm512_maskz_loadu_{sfx}({mask}, p);"
+            st = f"_mm512_mask_storeu_{sfx}(p, {mask}, ({mt})v);"
+        elif nbytes == 32:
+            guard, mt = "__AVX2__", f"__m256{'' if dtype == 'float32' else 'd'}"
+            if dtype == "float32":
+                mask = "_mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))"
+            else:
+                mask = "_mm256_cmpgt_epi64(_mm256_set1_epi64x(n), _mm256_setr_epi64x(0, 1, 2, 3))"
+            ld = f"return ({vt})_mm256_maskload_{sfx}(p, {mask});"
+            st = f"_mm256_maskstore_{sfx}(p, {mask}, ({mt})v);"
+        else:
+            guard = ld = st = ""
+        out += [f"static inline {vt} asc_ldm_{vt}(const {ctype}* p, int n) {{"]
+        if guard:
+            out += [f"#if defined({guard})", f"  {ld}", "#else"]
+        out += [f"  {vt} v = {{0}}; for (int i = 0; i < n; ++i) v[i] = p[i]; return v;"]
+        out += ["#endif"] if guard else []
+        out += ["}", f"static inline void asc_stm_{vt}({ctype}* p, {vt} v, int n) {{"]
+        if guard:
+            out += [f"#if defined({guard})", f"  {st}", "#else"]
+        out += ["  for (int i = 0; i < n; ++i) p[i] = v[i];"]
+        out += ["#endif"] if guard else []
+        out += ["}"]
+    return out
+
+
+def full_width_ok(buf, indices, var: Var, top: int, ranges: dict[int, int]) -> bool:
+    """Whether a whole vector may be read or written at the partial vector's position: `buf` is a stack
+    tile ("local") that `var` steps through along its last dimension, and every lane up to `top` (the
+    loop variable's value in the vector's last lane) stays inside that dimension, so the extra lanes
+    are the tile's own unused elements, never another element's data."""
+    if buf.scope != "local" or not indices or stride_of(indices[-1], var) != 1:
+        return False
+    rest = arith.simplify(Binary("sub", indices[-1], var, indices[-1].dtype))
+    r = arith.numeric_range(rest, ranges)
+    return r is not None and r[0] >= 0 and r[1] + top < buf.shape[-1]
 
 
 # Streaming (non-temporal) stores write around the caches: an output written once and larger than the
@@ -92,7 +146,7 @@ def explicit_plan(loop: For) -> str | None:
         return None
     dtype = stores[0].buffer.dtype
     w = lanes(dtype)
-    if not w or n % w or n // w > 16:
+    if not w or -(-n // w) > 16:
         return None
     for st in stores:
         if st.buffer.dtype != dtype or stride_of(flat(st.buffer, st.indices), loop.var) != 1:

@@ -14,6 +14,7 @@ from autosched.lowering import arith
 from autosched.lowering.ir import Allocate, Buffer, For, IfThen, Load, LoweredFunc, Stmt, Store, seq
 from autosched.lowering.loop_partition import partition_loops
 from autosched.lowering.loop_passes import apply_pragmas, check_parallel_nesting, walk_stmts
+from autosched.lowering.select_partition import partition_selects
 from autosched.lowering.stage_info import (
     StageInfo,
     c_identifier,
@@ -404,7 +405,7 @@ class Lowerer:
             stmt = Allocate(buf, stmt)
         check_parallel_nesting(stmt, None)
         if self.target_kind == "cpu":
-            stmt = partition_loops(stmt)
+            stmt = partition_selects(partition_loops(stmt))
         return LoweredFunc(self.name, params, stmt)
 
 

@@ -67,9 +67,21 @@ def _is_int_min_max(x: Expr) -> bool:
     return isinstance(x, Binary) and x.op in ("min", "max") and _is_int(x)
 
 
+def _fold_node(x: Expr, ranges: dict[int, int]) -> Expr | None:
+    if _is_int_min_max(x):
+        return _chosen_side(x, ranges)
+    if isinstance(x, Binary) and x.op in ("floordiv", "mod") and _is_int(x):
+        # a fused loop's coordinate that is one value over the whole partition (the tail's block index)
+        r = arith.numeric_range(x, ranges)
+        if r is not None and r[0] == r[1]:
+            return Const(r[0], x.dtype)
+    return None
+
+
 def _fold_expr(e: Expr, ranges: dict[int, int]) -> Expr:
-    """Integer `min`/`max` whose order is proven become the chosen side."""
-    out = map_expr(e, lambda x: _chosen_side(x, ranges) if _is_int_min_max(x) else None)
+    """Integer `min`/`max` whose order is proven become the chosen side, and integer divisions and
+    remainders that take one value under `ranges` become that value."""
+    out = map_expr(e, lambda x: _fold_node(x, ranges))
     return arith.simplify(out) if out is not e and _is_int(out) else out
 
 

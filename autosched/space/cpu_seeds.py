@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from autosched.target.host import cores
 from autosched.te.expr import IterVar, TensorRead, walk
 from autosched.te.interval import affine, key
 from autosched.te.tensor import ComputeOp
@@ -29,6 +30,11 @@ vectors and the broadcast A value (see docs/decisions/cpu-gemm-seeds.md)."""
 MAX_ACCUMULATOR_VECTORS_16_REGISTERS = 12
 """Register tile budget with 16 vector registers (AVX2's ymm): 12 accumulators, 2 B vectors and the
 broadcast (see docs/decisions/cpu-gemm-seeds.md)."""
+TASKS_PER_CORE = 8
+"""Parallel tasks per core a channel seed makes at least, when its rows allow: blocks of channels that
+end in a partial one, and cores that do not divide the blocks, leave threads idle at the end of a
+parallel loop; many row blocks keep that idle share small (see
+docs/decisions/channel-vectorized-tiles.md)."""
 CHANNEL_TILE_VECTORS = 14
 """Accumulator budget of a channel-vectorized tile (`channel_seeds`)
 (see docs/decisions/channel-vectorized-tiles.md)."""
@@ -146,6 +152,15 @@ def _largest_divisor_at_most(n: int, cap: int) -> int:
     return max(d for d in range(1, min(n, cap) + 1) if n % d == 0)
 
 
+def _rows_per_task(row_tiles: int, channel_blocks: int) -> int:
+    """Row tiles of one parallel task in a channel seed: the most (a divisor of `row_tiles`) that still
+    gives TASKS_PER_CORE tasks per core with the blocks of channels, else one."""
+    want = TASKS_PER_CORE * cores()
+    fits = [d for d in range(1, min(row_tiles, 256) + 1)
+            if row_tiles % d == 0 and channel_blocks * (row_tiles // d) >= want]
+    return max(fits) if fits else 1
+
+
 def register_tiles(m: int, n: int, lanes: int) -> list[tuple[int, int]]:
     """(rows, columns) of the seeds' register tiles for an m x n output: ROW_TILES rows by two vectors
     of columns (4 rows also by four), whether or not they divide m and n (a ragged last tile is peeled
@@ -213,7 +228,7 @@ def channel_seeds(st: GemmStage, knob_choices: dict[str, tuple], lanes: int, *,
         for kn in st.tile_knobs:
             v[kn] = (1, 1)
         v[st.tile_knobs[c]] = (1, fi)
-        v[st.tile_knobs[-2]] = (_largest_divisor_at_most(h // rows, 256), rows)  # all rows of a task
+        v[st.tile_knobs[-2]] = (_rows_per_task(h // rows, -(-st.extents[c] // fi)), rows)
         v[st.tile_knobs[-1]] = (_largest_divisor_at_most(-(-w // cols), 256), cols)
         for kn in st.red_knobs:
             v[kn] = 1

@@ -33,10 +33,15 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine() or "unknown cpu"
 
 
+def cores() -> int:
+    """Logical cores of this machine: the threads a parallel kernel runs on."""
+    return os.cpu_count() or 1
+
+
 @functools.cache
 def cpu_device() -> str:
     """Device string stored with CPU results: model and logical core count."""
-    return f"cpu: {cpu_model()} ({os.cpu_count()} cores)"
+    return f"cpu: {cpu_model()} ({cores()} cores)"
 
 
 def _parse_size(text: str) -> int:

@@ -13,6 +13,8 @@ import pytest
 
 import autosched as asc
 from autosched import te
+from autosched.codegen.vector_c import vtype
+from autosched.target.vector import lanes
 from tests.support.sched_helpers import check, matmul_packed, matmul_tiled, op
 
 
@@ -88,16 +90,32 @@ def test_outer_loop_vectorize_not_reported_as_vectorized() -> None:
     assert f.not_vectorized == [start]
 
 
-def test_vector_loop_with_tail_falls_back_to_simd() -> None:
-    """A vectorized loop whose extent is not a whole number of vectors keeps a scalar-correct form."""
+def test_vector_loop_with_tail_ends_in_a_masked_vector() -> None:
+    """A vectorized loop whose extent is not a whole number of vectors stays explicit vector code: whole
+    vectors, then one partial vector read and written through lane masks (never past the row)."""
+    vt = vtype("float32")
     X = te.placeholder((3, 20), "X")
     Y = te.compute((3, 20), lambda i, j: X[i, j] * X[i, j], "Y")
     s = asc.create_schedule(Y)
     jo, ji = s[Y].split(Y.op.axis[1], factor=16)  # 20 = 16 + 4: the inner loop has a tail
     s[Y].vectorize(ji)
     f = check(s, [X, Y])
-    assert "#pragma omp simd" in _body(f)
+    body = _body(f)
+    assert "#pragma omp simd" not in body
+    assert f"asc_ldm_{vt}(" in body and f"asc_stm_{vt}(" in body
     assert f.not_vectorized == []
+
+
+@pytest.mark.parametrize("n", [1, 3, 13, 31])
+def test_partial_vectors_at_any_width(n: int) -> None:
+    """Rows narrower than a vector, or a vector and a part, on this host's width: exact results, and
+    the output row's neighbours untouched (the masked store writes only its lanes)."""
+    X = te.placeholder((5, n), "X")
+    Y = te.compute((5, n), lambda i, j: X[i, j] * 2.0 + 1.0, "Y")
+    s = asc.create_schedule(Y)
+    s[Y].vectorize(Y.op.axis[1])
+    f = check(s, [X, Y])
+    assert f"asc_stm_{vtype('float32')}(" in _body(f) or n % lanes("float32") == 0
 
 
 def test_explicit_vectors_broadcast_invariant_values() -> None:

@@ -29,6 +29,37 @@ static inline void asc_st_asc_f64x8(double* p, asc_f64x8 v) { __builtin_memcpy(p
 typedef int64_t asc_i64x8 __attribute__((vector_size(64)));
 static inline asc_f64x8 asc_max_asc_f64x8(asc_f64x8 a, asc_f64x8 b) { asc_i64x8 m = a > b; return (asc_f64x8)((m & (asc_i64x8)a) | (~m & (asc_i64x8)b)); }
 static inline asc_f64x8 asc_min_asc_f64x8(asc_f64x8 a, asc_f64x8 b) { asc_i64x8 m = a < b; return (asc_f64x8)((m & (asc_i64x8)a) | (~m & (asc_i64x8)b)); }
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+static inline asc_f32x16 asc_ldm_asc_f32x16(const float* p, int n) {
+#if defined(__AVX512F__)
+  return (asc_f32x16)_mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1u), p);
+#else
+  asc_f32x16 v = {0}; for (int i = 0; i < n; ++i) v[i] = p[i]; return v;
+#endif
+}
+static inline void asc_stm_asc_f32x16(float* p, asc_f32x16 v, int n) {
+#if defined(__AVX512F__)
+  _mm512_mask_storeu_ps(p, (__mmask16)((1u << n) - 1u), (__m512)v);
+#else
+  for (int i = 0; i < n; ++i) p[i] = v[i];
+#endif
+}
+static inline asc_f64x8 asc_ldm_asc_f64x8(const double* p, int n) {
+#if defined(__AVX512F__)
+  return (asc_f64x8)_mm512_maskz_loadu_pd((__mmask8)((1u << n) - 1u), p);
+#else
+  asc_f64x8 v = {0}; for (int i = 0; i < n; ++i) v[i] = p[i]; return v;
+#endif
+}
+static inline void asc_stm_asc_f64x8(double* p, asc_f64x8 v, int n) {
+#if defined(__AVX512F__)
+  _mm512_mask_storeu_pd(p, (__mmask8)((1u << n) - 1u), (__m512d)v);
+#else
+  for (int i = 0; i < n; ++i) p[i] = v[i];
+#endif
+}
 __attribute__((simd("notinbranch"))) float expf(float);
 __attribute__((visibility("default"))) int default_function(float* restrict X, float* restrict norm) {
   asc_error = 0;

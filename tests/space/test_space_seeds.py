@@ -234,3 +234,39 @@ def test_strided_and_few_channel_convolutions_get_channel_seeds_that_match_numpy
     for v in space.seeds:
         assert v["Y.lanes"] == "channel"
         assert _run(w, space.apply(space.space.index_of(v))) < 1e-3
+
+
+@pytest.mark.parametrize("nbytes", [32, 64])
+def test_a_partial_block_of_channels_keeps_its_accumulators_whole(monkeypatch, nbytes) -> None:
+    """19 or 45 output channels in blocks of whole vectors end in a partial block: its tile is computed
+    at full width on the stack accumulator (its extra lanes are dead), the packed kernel is read
+    masked and the output written only where it exists; every block matches numpy."""
+    from autosched.codegen.vector_c import vtype
+
+    monkeypatch.setenv(VECTOR_BYTES_ENV, str(nbytes))
+    vt = vtype("float32")
+    for k in (19, 45):
+        w = _user_conv(3, 23, k, 3, 2, 1)
+        space = make_space(w, "cpu")
+        for v in space.seeds:
+            f = asc.build(space.apply(space.space.index_of(v)), [w.dag[a] for a in w.args_order])
+            assert f"asc_stm_{vt}(&Y_local" not in f.source  # the accumulator is never masked
+            assert f"asc_ldm_{vt}(&Wt_" in f.source  # the packed kernel's missing channels read as zero
+            assert _run(w, space.apply(space.space.index_of(v))) < 1e-3
+
+
+def test_channel_seeds_make_enough_parallel_tasks(monkeypatch) -> None:
+    """Three blocks of channels on 115 rows: the seed splits the rows into tasks so that every core gets
+    TASKS_PER_CORE of them, not one block of channels each with a block left over."""
+    from autosched.space import cpu_seeds
+
+    monkeypatch.setenv(VECTOR_BYTES_ENV, "64")
+    monkeypatch.setattr(cpu_seeds, "cores", lambda: 2)
+    w = _user_conv(5, 345, 47, 3, 3, 1)
+    space = make_space(w, "cpu")
+    for v in space.seeds:
+        blocks = -(-47 // v["Y.tile.f"][1])
+        rows = 115 // v["Y.tile.h"][1]
+        assert blocks * (rows // v["Y.tile.h"][0]) >= cpu_seeds.TASKS_PER_CORE * 2
+    assert cpu_seeds._rows_per_task(127, 2) == 1  # a prime row count: one row tile per task
+    assert cpu_seeds._rows_per_task(120, 1) == 7 or cpu_seeds._rows_per_task(120, 1) * 16 <= 120
