@@ -27,7 +27,15 @@ from dataclasses import dataclass, field
 
 from autosched.schedule.schedule import Schedule
 from autosched.space.cpu_reduce import reduce_output
-from autosched.space.cpu_seeds import ROW_TILES, GemmStage, channel_axis, channel_column_tiles, gemm_seeds, pack_layout
+from autosched.space.cpu_seeds import (
+    ROW_TILES,
+    GemmStage,
+    accumulator_budget,
+    channel_axis,
+    channel_column_tiles,
+    gemm_seeds,
+    pack_layout,
+)
 from autosched.space.cpu_threads import PARALLEL_KNOB, parallel_choices, parallelize
 from autosched.space.knobs import VECTOR_CHOICES, Config, ConfigSpace, Knob
 from autosched.target.vector import lanes, line_lanes
@@ -36,6 +44,10 @@ from autosched.te.expr import Call, Cast, IterVar, Reduce, Select, TensorRead, w
 from autosched.te.tensor import ComputeOp, Tensor
 
 UNROLL_CHOICES = (0, 16, 64, 512)
+REGISTER_TILE_SPILL = 2
+"""A register tile may hold this many times the accumulator budget (`accumulator_budget`) in vectors:
+beyond it every FMA spills, and gcc takes from half a minute to past its time limit on the unrolled
+tile (see docs/decisions/register-tile-limit.md)."""
 
 
 def divisors(n: int) -> list[int]:
@@ -208,6 +220,19 @@ class SketchSpace:
         for inp in _reused_inputs(acc_op):
             packs.append((inp, self._knob(f"{name}.pack.{inp}", (False, True), "flag")))
         lanes_along = self._knob(f"{name}.lanes", ("last", "channel"), "flag") if chan is not None else None
+        vec_lanes = lanes(acc_op.dtype)
+        if vec_lanes:
+            limit = REGISTER_TILE_SPILL * accumulator_budget(vec_lanes)
+            last_knob, chan_knob = tile_knobs[-1], tile_knobs[chan] if chan is not None else None
+
+            def tile_fits(v: dict) -> bool:
+                along = chan_knob if chan_knob is not None and v[lanes_along] == "channel" else last_knob
+                n = -(-v[along][1] // vec_lanes)
+                for kn in tile_knobs:
+                    n *= 1 if kn == along else v[kn][1]
+                return n <= limit
+
+            self.plan.constraints.append(tile_fits)
         self._gemm_stages.append(GemmStage(name, acc_op, tuple(a.extent for a in op.axis), tuple(tile_knobs),
                                            tuple(red_knobs), unroll, order, tuple(packs), lanes_along, chan))
 
