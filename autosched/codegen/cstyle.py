@@ -58,6 +58,7 @@ class CStyleRenderer:
         self.subst: dict[Var, Expr] = {}
         self.explicit_vectors = False  # dialects with GCC vector extensions turn this on
         self.streaming_stores = 0  # non-temporal vector stores emitted (`nontemporal` pragma)
+        self.dead_lanes_written: set[int] = set()  # stack tiles stored at full width past a partial vector
         self.source_unroll_limit = 0
         self.loop_starts: list[int] = []
         self.loop_ranges: list[tuple[int, int]] = []
@@ -312,6 +313,8 @@ class CStyleRenderer:
                 if full is not True and id(st.buffer) not in full:
                     self.emit(f"asc_stm_{vt}({ref}, {val}, {part});", indent)
                     continue
+                if full is not True:
+                    self.dead_lanes_written.add(id(st.buffer))
                 store = "asc_st"
                 if s.streaming and st.buffer.scope == "param":
                     store = "asc_stream"
@@ -322,12 +325,15 @@ class CStyleRenderer:
 
     def vexpr(self, e: Expr, var: Var, vt: str, full: bool | set[int] = True, part: int = 0) -> str:
         """`e` as a vector expression; `full`: True for a whole vector, else the buffers (ids) read at
-        full width in a partial vector of `part` lanes (the tile's accumulators), every other read
-        masked."""
+        full width in a partial vector of `part` lanes (the tile's accumulators); stack tiles with room
+        for the whole vector whose dead lanes this kernel wrote (`dead_lanes_written`) are read at full
+        width too; every other read is masked (never a lane nobody wrote: no denormal or NaN garbage)."""
         if isinstance(e, Load) and vc.varies(e, var):
             ref = f"&{self.buf_name(e.buffer)}[{self.flat_index(e.buffer, e.indices)}]"
-            if full is True or id(e.buffer) in full:
-                return f"asc_ld_{vt}({ref})"
+            top = arith.const_value(self.subst[var]) + lanes(e.buffer.dtype) - 1
+            if full is True or id(e.buffer) in full or (id(e.buffer) in self.dead_lanes_written and vc.full_width_ok(
+                    e.buffer, e.indices, var, top, self.ranges)):
+                return f"asc_ld_{vt}({ref})"  # a tile whose dead lanes this kernel wrote: never past its row
             return f"asc_ldm_{vt}({ref}, {part})"
         if isinstance(e, Binary) and vc.varies(e, var):
             if e.op in vc.MINMAX_OPS:  # a helper taking two vectors: broadcast an invariant side

@@ -25,6 +25,7 @@ from autosched.lowering.stage_info import (
 )
 from autosched.schedule.bounds import derive
 from autosched.schedule.state import Loop, ScheduleError, Stage, State
+from autosched.target.vector import lanes
 from autosched.te.expr import (
     Binary,
     Const,
@@ -249,7 +250,10 @@ class Lowerer:
         elif st.is_placeholder:
             raise ScheduleError(f"input {name!r} is read by the kernel but is not in the argument list {self.args}")
         elif inf.local:
-            buf = Buffer(cname, inf.stored(tuple(inf.region_ext)), st.op.dtype, "local", name)
+            shape = inf.stored(tuple(inf.region_ext))
+            if self.target_kind == "cpu" and "vectorize" in st.annotations.values():
+                shape = whole_vector_rows(shape, st.op.dtype)
+            buf = Buffer(cname, shape, st.op.dtype, "local", name)
         else:
             buf = Buffer(cname, tuple(st.op.shape), st.op.dtype, "global", name)
         if inf is not None:
@@ -407,6 +411,16 @@ class Lowerer:
         if self.target_kind == "cpu":
             stmt = partition_selects(partition_loops(stmt))
         return LoweredFunc(self.name, params, stmt)
+
+
+def whole_vector_rows(shape: tuple, dtype: str) -> tuple:
+    """A CPU tile's stack buffer with its last dimension rounded up to whole vectors: a partial last
+    vector of the tile is then computed at full width in registers, its extra lanes dead
+    (`codegen.vector_c`), instead of masked on the stack."""
+    w = lanes(dtype)
+    if not shape or not w or not isinstance(shape[-1], int) or shape[-1] <= 1 or shape[-1] % w == 0:
+        return shape
+    return (*shape[:-1], -(-shape[-1] // w) * w)
 
 
 def lower_state(state: State, args: Sequence[Tensor], target_kind: str = "cpu",

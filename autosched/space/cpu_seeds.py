@@ -30,11 +30,15 @@ vectors and the broadcast A value (see docs/decisions/cpu-gemm-seeds.md)."""
 MAX_ACCUMULATOR_VECTORS_16_REGISTERS = 12
 """Register tile budget with 16 vector registers (AVX2's ymm): 12 accumulators, 2 B vectors and the
 broadcast (see docs/decisions/cpu-gemm-seeds.md)."""
-TASKS_PER_CORE = 8
-"""Parallel tasks per core a channel seed makes at least, when its rows allow: blocks of channels that
-end in a partial one, and cores that do not divide the blocks, leave threads idle at the end of a
-parallel loop; many row blocks keep that idle share small (see
+CHANNEL_TASKS_PER_CORE = 8
+"""Parallel tasks per core a channel seed makes at least, when its rows allow: with the kernel packed
+per task costing little, smaller row blocks ran faster than an even split alone asks for (see
 docs/decisions/channel-vectorized-tiles.md)."""
+IDLE_SHARE = 0.125
+"""How much longer than an even split the busiest core's share of a seed's parallel loop may be: blocks
+of channels or column panels that end in a partial one, and cores that do not divide the blocks, leave
+threads idle at the end of the loop; splitting the rows into more tasks evens it out, at the price of
+a packed panel copied per task (see docs/decisions/channel-vectorized-tiles.md)."""
 CHANNEL_TILE_VECTORS = 14
 """Accumulator budget of a channel-vectorized tile (`channel_seeds`)
 (see docs/decisions/channel-vectorized-tiles.md)."""
@@ -152,13 +156,26 @@ def _largest_divisor_at_most(n: int, cap: int) -> int:
     return max(d for d in range(1, min(n, cap) + 1) if n % d == 0)
 
 
-def _rows_per_task(row_tiles: int, channel_blocks: int) -> int:
-    """Row tiles of one parallel task in a channel seed: the most (a divisor of `row_tiles`) that still
-    gives TASKS_PER_CORE tasks per core with the blocks of channels, else one."""
-    want = TASKS_PER_CORE * cores()
-    fits = [d for d in range(1, min(row_tiles, 256) + 1)
-            if row_tiles % d == 0 and channel_blocks * (row_tiles // d) >= want]
+def _rows_for_tasks(row_tiles: int, blocks: int, tasks: int) -> int:
+    """Row tiles of one parallel task: the most (a divisor of `row_tiles`, at most 256) that still gives
+    `tasks` tasks with the `blocks` of channels, else one."""
+    fits = [d for d in range(1, min(row_tiles, 256) + 1) if row_tiles % d == 0 and blocks * (row_tiles // d) >= tasks]
     return max(fits) if fits else 1
+
+
+def _rows_per_task(row_tiles: int, extent: int, block: int) -> int:
+    """Row tiles of one parallel task: the most (a divisor of `row_tiles`, at most 256) for which the
+    tasks, with the blocks of `block` columns or channels over `extent`, keep the cores busy: the
+    slowest core's share of the loop within IDLE_SHARE of an even split. A partial last block runs in a
+    parallel loop of its own after the full ones (`loop_partition`), so both loops are counted."""
+    full, part = extent // block, (extent % block) / block
+    p = cores()
+    for d in sorted((d for d in range(1, min(row_tiles, 256) + 1) if row_tiles % d == 0), reverse=True):
+        g = row_tiles // d
+        slowest = -(-full * g // p) + (-(-g // p) * part if part else 0.0)
+        if slowest <= (full + part) * g / p * (1 + IDLE_SHARE):
+            return d
+    return 1
 
 
 def register_tiles(m: int, n: int, lanes: int) -> list[tuple[int, int]]:
@@ -168,6 +185,11 @@ def register_tiles(m: int, n: int, lanes: int) -> list[tuple[int, int]]:
     vectors = [2, 4] if n >= 2 * lanes else [1] if n >= lanes else []
     rows = [mr for mr in ROW_TILES if mr < m] or [m]
     out = [(mr, v * lanes) for mr in rows for v in vectors if v == vectors[0] or mr == 4]
+    whole = -(-n // lanes)
+    if n % lanes and whole <= 4:
+        # a row of at most four vectors ending in a partial one: one tile across it, whose partial vector
+        # runs masked in registers, rather than panels that leave a few columns to a scalar tail
+        out += [(mr, n) for mr in rows]
     return out
 
 
@@ -188,19 +210,26 @@ def gemm_seeds(stages: list[GemmStage], knob_choices: dict[str, tuple], lanes: i
     base = {k: c[0] for k, c in knob_choices.items()}
     budget = accumulator_budget(lanes)
     for mr, nr in register_tiles(m, n, lanes):
-        if mr * nr // lanes > budget:
+        if mr * -(-nr // lanes) > budget:
             continue
         v = dict(base)
         for kn in st.tile_knobs[:-2]:
             v[kn] = (1, 1)  # batch axes stay outer (parallel)
-        v[st.tile_knobs[-2]] = (_largest_divisor_at_most(-(-m // mr), 256), mr)  # all rows of a panel
+        # all rows of a panel in one task, unless there are too few panels to keep every core busy
+        v[st.tile_knobs[-2]] = (_rows_per_task(-(-m // mr), n, nr), mr)
         v[st.tile_knobs[-1]] = (1, nr)  # one panel of nr columns per parallel task
         v[st.red_knobs[0]] = 1
         v[st.unroll_knob] = 0
         if st.order_knob is not None:
             v[st.order_knob] = "reversed"  # column panels outermost: a packed panel serves every row block
+        # a tile across the whole row reads B's rows where they lie (each is contiguous already): a copy
+        # per task would cost as much as the task; a transposed weight is still packed
+        # (and with a single tile of rows, each element of B is read once: a copy only adds a pass)
+        whole_row = nr == n and n % lanes != 0
+        reused = m > mr
         for inp, kn in st.pack_knobs:
-            v[kn] = inp == packed
+            v[kn] = inp == packed and (not whole_row or pack_layout(st.op, inp) == "transposed") and (
+                reused or pack_layout(st.op, inp) == "transposed")
         seeds.append(v)
     return seeds
 
@@ -228,7 +257,8 @@ def channel_seeds(st: GemmStage, knob_choices: dict[str, tuple], lanes: int, *,
         for kn in st.tile_knobs:
             v[kn] = (1, 1)
         v[st.tile_knobs[c]] = (1, fi)
-        v[st.tile_knobs[-2]] = (_rows_per_task(h // rows, -(-st.extents[c] // fi)), rows)
+        v[st.tile_knobs[-2]] = (_rows_for_tasks(h // rows, -(-st.extents[c] // fi), CHANNEL_TASKS_PER_CORE * cores()),
+                                rows)
         v[st.tile_knobs[-1]] = (_largest_divisor_at_most(-(-w // cols), 256), cols)
         for kn in st.red_knobs:
             v[kn] = 1

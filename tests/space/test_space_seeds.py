@@ -75,10 +75,12 @@ def test_operators_the_rule_does_not_fit_get_no_seeds(op, args) -> None:
 
 def test_a_matrix_too_narrow_for_two_vectors_gets_panels_of_one_vector(monkeypatch) -> None:
     monkeypatch.setenv(VECTOR_BYTES_ENV, "64")
-    w = Workload.create("matmul", 64, 24, 64)  # 24 columns: no 32-wide panel; 16 and a peeled 8
+    """24 columns: no 32-wide panel; panels of 16 with a peeled 8, and one tile across the row whose
+    second vector is partial (masked in registers)."""
+    w = Workload.create("matmul", 64, 24, 64)
     space = make_space(w, "cpu")
     row_seeds = [v for v in space.seeds if v["C.lanes"] == "last"]
-    assert row_seeds and {v["C.tile.j"] for v in row_seeds} == {(1, 16)}
+    assert row_seeds and {v["C.tile.j"] for v in row_seeds} == {(1, 16), (1, 24)}
     for v in space.seeds:
         assert _run(w, space.apply(space.space.index_of(v))) < 1e-3
 
@@ -194,7 +196,7 @@ def test_sizes_that_divide_nothing_get_ragged_seeds_that_match_numpy(monkeypatch
     assert space.seeds, f"{op}{args}: no seeds"
     for v in space.seeds:
         tile_j = [k for k in v if k.endswith(".tile.j")][0]
-        assert v[tile_j][1] % lanes == 0  # whole vectors of columns
+        assert v[tile_j][1] % lanes == 0 or v[tile_j] == (1, args[1])  # whole vectors, or the whole row
         assert _run(w, space.apply(space.space.index_of(v))) < 1e-3
 
 
@@ -255,9 +257,10 @@ def test_a_partial_block_of_channels_keeps_its_accumulators_whole(monkeypatch, n
             assert _run(w, space.apply(space.space.index_of(v))) < 1e-3
 
 
-def test_channel_seeds_make_enough_parallel_tasks(monkeypatch) -> None:
-    """Three blocks of channels on 115 rows: the seed splits the rows into tasks so that every core gets
-    TASKS_PER_CORE of them, not one block of channels each with a block left over."""
+def test_channel_seeds_split_rows_into_tasks_for_every_core(monkeypatch) -> None:
+    """Three blocks of 16 channels (the last of 15) on 115 rows and 2 cores: one task per block leaves
+    a core idle for a third of the kernel, so the seed splits the rows into at least
+    CHANNEL_TASKS_PER_CORE tasks per core."""
     from autosched.space import cpu_seeds
 
     monkeypatch.setenv(VECTOR_BYTES_ENV, "64")
@@ -265,8 +268,25 @@ def test_channel_seeds_make_enough_parallel_tasks(monkeypatch) -> None:
     w = _user_conv(5, 345, 47, 3, 3, 1)
     space = make_space(w, "cpu")
     for v in space.seeds:
-        blocks = -(-47 // v["Y.tile.f"][1])
-        rows = 115 // v["Y.tile.h"][1]
-        assert blocks * (rows // v["Y.tile.h"][0]) >= cpu_seeds.TASKS_PER_CORE * 2
-    assert cpu_seeds._rows_per_task(127, 2) == 1  # a prime row count: one row tile per task
-    assert cpu_seeds._rows_per_task(120, 1) == 7 or cpu_seeds._rows_per_task(120, 1) * 16 <= 120
+        fi, (mid, rows) = v["Y.tile.f"][1], v["Y.tile.h"]
+        assert -(-47 // fi) * -(-115 // (mid * rows)) >= cpu_seeds.CHANNEL_TASKS_PER_CORE * 2
+
+
+def test_gemm_seeds_split_rows_only_to_even_out_the_cores(monkeypatch) -> None:
+    """Column panels that 2 cores share evenly keep all rows in one task (a packed panel serves them
+    all); one full panel and a one-column tail split the rows so that, run as OpenMP's static schedule
+    runs them (full panels, then the tail, each a parallel loop), the busiest core does at most
+    IDLE_SHARE more than an even split."""
+    from autosched.space import cpu_seeds
+
+    monkeypatch.setenv(VECTOR_BYTES_ENV, "64")
+    monkeypatch.setattr(cpu_seeds, "cores", lambda: 2)
+    even = make_space(Workload.create("matmul", 512, 128, 64), "cpu")
+    assert all(v["C.tile.i"][0] * v["C.tile.i"][1] >= 512 for v in even.seeds if v.get("C.lanes", "last") == "last")
+    space = make_space(Workload.create("matmul", 1531, 33, 517), "cpu")
+    for v in space.seeds:
+        nr, (mid, mr) = v["C.tile.j"][1], v["C.tile.i"]
+        groups = -(-1531 // (mid * mr))
+        full, part = 33 // nr, (33 % nr) / nr
+        busiest = -(-full * groups // 2) + -(-groups // 2) * part  # contiguous chunks of each loop
+        assert busiest <= (full + part) * groups / 2 * (1 + cpu_seeds.IDLE_SHARE)
