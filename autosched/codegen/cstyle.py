@@ -59,6 +59,7 @@ class CStyleRenderer:
         self.explicit_vectors = False  # dialects with GCC vector extensions turn this on
         self.streaming_stores = 0  # non-temporal vector stores emitted (`nontemporal` pragma)
         self.dead_lanes_written: set[int] = set()  # stack tiles stored at full width past a partial vector
+        self.live_last: dict[int, int | None] = {}  # stack tile -> highest last-dim index its scope uses
         self.source_unroll_limit = 0
         self.loop_starts: list[int] = []
         self.loop_ranges: list[tuple[int, int]] = []
@@ -224,6 +225,8 @@ class CStyleRenderer:
         if nbytes <= self.d.stack_limit_bytes and b.scope == "local":
             self.emit(f"{st} {name}[{b.size}] __attribute__((aligned(64)));", indent + 1)
             decl = len(self.lines) - 1
+            if self.explicit_vectors:  # which lanes of the tile this scope ever uses (`vc.full_width_ok`)
+                self.live_last[id(b)] = vc.last_index_max(s.body, b, dict(self.ranges))
             self.stmt(s.body, indent + 1)
             if self.explicit_vectors:  # a register tile: one variable per vector (`register_tile`)
 
@@ -303,8 +306,8 @@ class CStyleRenderer:
             full = part == w or None
             if full is None:
                 full = {i for i, b in accumulators.items() if all(
-                    vc.full_width_ok(st.buffer, st.indices, s.var, base + w - 1, self.ranges)
-                    for st in stores if st.buffer is b)}
+                    vc.full_width_ok(st.buffer, st.indices, s.var, n, base + w - 1, self.ranges,
+                                     self.live_last.get(i)) for st in stores if st.buffer is b)}
             for st in stores:
                 val = self.vexpr(st.value, s.var, vt, full, part)
                 if not vc.varies(st.value, s.var):
@@ -331,8 +334,9 @@ class CStyleRenderer:
         if isinstance(e, Load) and vc.varies(e, var):
             ref = f"&{self.buf_name(e.buffer)}[{self.flat_index(e.buffer, e.indices)}]"
             top = arith.const_value(self.subst[var]) + lanes(e.buffer.dtype) - 1
+            first_dead = arith.const_value(self.subst[var]) + part
             if full is True or id(e.buffer) in full or (id(e.buffer) in self.dead_lanes_written and vc.full_width_ok(
-                    e.buffer, e.indices, var, top, self.ranges)):
+                    e.buffer, e.indices, var, first_dead, top, self.ranges, self.live_last.get(id(e.buffer)))):
                 return f"asc_ld_{vt}({ref})"  # a tile whose dead lanes this kernel wrote: never past its row
             return f"asc_ldm_{vt}({ref}, {part})"
         if isinstance(e, Binary) and vc.varies(e, var):

@@ -24,7 +24,7 @@ from autosched.lowering.access import flat, invariant, stride_of
 from autosched.lowering.ir import For, Load, Seq, Stmt, Store
 from autosched.target.host_isa import vector_bytes
 from autosched.target.vector import lanes
-from autosched.te.expr import Binary, Const, Expr, Var
+from autosched.te.expr import Binary, Const, Expr, Var, children
 
 _CTYPE = {"float32": ("float", "f32"), "float64": ("double", "f64")}
 _ARITH = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
@@ -96,16 +96,61 @@ def _masked_prelude(nbytes: int) -> list[str]:
     return out
 
 
-def full_width_ok(buf, indices, var: Var, top: int, ranges: dict[int, int]) -> bool:
+def full_width_ok(buf, indices, var: Var, first_dead: int, top: int, ranges: dict[int, int],
+                  live_max: int | None) -> bool:
     """Whether a whole vector may be read or written at the partial vector's position: `buf` is a stack
-    tile ("local") that `var` steps through along its last dimension, and every lane up to `top` (the
-    loop variable's value in the vector's last lane) stays inside that dimension, so the extra lanes
-    are the tile's own unused elements, never another element's data."""
-    if buf.scope != "local" or not indices or stride_of(indices[-1], var) != 1:
+    tile ("local") that `var` steps through along its last dimension, every lane up to `top` (the loop
+    variable's value in the vector's last lane) stays inside that dimension, and the lanes from
+    `first_dead` on lie past `live_max`, the highest index along it that any access in the tile's
+    scope uses (`last_index_max`): they are dead, never another element's data (an rfactor's lane
+    accumulator, whose lanes a later sum reads, does not qualify)."""
+    if buf.scope != "local" or not indices or stride_of(indices[-1], var) != 1 or live_max is None:
         return False
     rest = arith.simplify(Binary("sub", indices[-1], var, indices[-1].dtype))
     r = arith.numeric_range(rest, ranges)
-    return r is not None and r[0] >= 0 and r[1] + top < buf.shape[-1]
+    return r is not None and r[0] >= 0 and r[1] + top < buf.shape[-1] and r[0] + first_dead > live_max
+
+
+def last_index_max(s: Stmt, buf, ranges: dict[int, int]) -> int | None:
+    """The highest last-dimension index of `buf` that any load or store in `s` uses, over the loop
+    ranges (None when some index has no numeric bound)."""
+    best = -1
+    stack: list[tuple[object, dict[int, int]]] = [(s, ranges)]
+    while stack:
+        x, around = stack.pop()
+        if isinstance(x, Seq):
+            stack.extend((y, around) for y in x.stmts)
+        elif isinstance(x, For):
+            r = arith.numeric_range(x.extent, around)
+            if r is None:
+                return None
+            stack.append((x.body, {**around, id(x.var): max(r[1], 1)}))
+        elif hasattr(x, "body"):
+            stack.append((x.body, around))
+        elif isinstance(x, Store):
+            exprs = [x.value, *x.indices]
+            if x.buffer is buf and x.indices:
+                exprs.append(Load(buf, x.indices))
+            for e in exprs:
+                for n in walk_loads(e):
+                    if n.buffer is buf and n.indices:
+                        r = arith.numeric_range(n.indices[-1], around)
+                        if r is None:
+                            return None
+                        best = max(best, r[1])
+    return best
+
+
+def walk_loads(e: Expr):
+    """Every `Load` in `e`, its indices included."""
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Load):
+            yield x
+            stack.extend(x.indices)
+        else:
+            stack.extend(children(x))
 
 
 # Streaming (non-temporal) stores write around the caches: an output written once and larger than the

@@ -155,3 +155,28 @@ def test_min_max_are_explicit_vectors_with_the_scalar_code_s_lanes(dtype) -> Non
     with np.errstate(invalid="ignore"):
         want = np.where(a > 0.0, a, 0.0) + np.where(a < b, a, b)
     np.testing.assert_array_equal(c, want.astype(dtype))
+
+
+def test_a_partial_vector_never_writes_lanes_a_later_loop_reads() -> None:
+    """Found by the schedule fuzzer: a row variance split into 16 lane accumulators (an rfactor) over
+    31 columns ends in a partial vector of 15; its 16th lane holds the sum of the full vectors and is
+    read by the final sum, so that partial vector is masked, never written at full width."""
+    import numpy as np
+
+    from autosched.space.registry import make_space
+    from autosched.workload import Workload
+
+    w = Workload.create("layernorm", 17, 31, 1e-5, "float32")
+    space = make_space(w, "cpu")
+    values = {k.name: k.choices[0] for k in space.space.knobs}
+    lanes_knobs = [k.name for k in space.space.knobs if k.name.endswith(".lanes") and 16 in k.choices]
+    if not lanes_knobs:
+        pytest.skip("no 16-lane rfactor choice on this host")
+    values[lanes_knobs[0]] = 16
+    f = asc.build(space.apply(space.space.index_of(values)), [w.dag[a] for a in w.args_order])
+    x = w.dag.random_inputs(0)
+    outs = {t.name: np.zeros(t.shape, t.dtype) for t in w.dag.outputs}
+    f(*[x[a] if a in x else outs[a] for a in w.args_order])
+    ref = w.dag.evaluate(x)
+    for name, got in outs.items():
+        np.testing.assert_allclose(got, ref[name], rtol=1e-4, atol=1e-5)
