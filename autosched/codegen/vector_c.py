@@ -22,9 +22,10 @@ from autosched.dtypes import DTYPE_BYTES
 from autosched.lowering import arith
 from autosched.lowering.access import flat, invariant, stride_of
 from autosched.lowering.ir import For, Load, Seq, Stmt, Store
+from autosched.lowering.visitors import iter_expr
 from autosched.target.host_isa import vector_bytes
 from autosched.target.vector import lanes
-from autosched.te.expr import Binary, Const, Expr, Var, children
+from autosched.te.expr import Binary, Const, Expr, Var
 
 _CTYPE = {"float32": ("float", "f32"), "float64": ("double", "f64")}
 _ARITH = {"add": "+", "sub": "-", "mul": "*", "div": "/"}
@@ -128,29 +129,15 @@ def last_index_max(s: Stmt, buf, ranges: dict[int, int]) -> int | None:
         elif hasattr(x, "body"):
             stack.append((x.body, around))
         elif isinstance(x, Store):
-            exprs = [x.value, *x.indices]
-            if x.buffer is buf and x.indices:
-                exprs.append(Load(buf, x.indices))
-            for e in exprs:
-                for n in walk_loads(e):
-                    if n.buffer is buf and n.indices:
-                        r = arith.numeric_range(n.indices[-1], around)
-                        if r is None:
-                            return None
-                        best = max(best, r[1])
+            accesses = [x.indices] if x.buffer is buf else []
+            accesses += [n.indices for e in (x.value, *x.indices) for n in iter_expr(e)
+                         if isinstance(n, Load) and n.buffer is buf]
+            for indices in accesses:
+                r = arith.numeric_range(indices[-1], around) if indices else (0, 0)
+                if r is None:
+                    return None
+                best = max(best, r[1])
     return best
-
-
-def walk_loads(e: Expr):
-    """Every `Load` in `e`, its indices included."""
-    stack = [e]
-    while stack:
-        x = stack.pop()
-        if isinstance(x, Load):
-            yield x
-            stack.extend(x.indices)
-        else:
-            stack.extend(children(x))
 
 
 # Streaming (non-temporal) stores write around the caches: an output written once and larger than the

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from autosched.lowering import arith
 from autosched.lowering.ir import Allocate, For, IfThen, Seq, Stmt, Store, seq
-from autosched.lowering.stage_info import conjunction
+from autosched.lowering.stage_info import conjunction, conjuncts
 from autosched.lowering.visitors import fresh_vars, iter_expr, map_expr, map_stmt, substitute_stmt
 from autosched.te.expr import Binary, Const, Expr, Var
 
@@ -37,7 +37,7 @@ def _difference_range(a: Expr, b: Expr, ranges: dict[int, int]) -> tuple[int, in
     return arith.numeric_range(Binary("sub", a, b, "int64" if "int64" in (a.dtype, b.dtype) else "int32"), ranges)
 
 
-def _proven(cond: Expr, ranges: dict[int, int]) -> bool:
+def proven(cond: Expr, ranges: dict[int, int]) -> bool:
     """True when the integer comparison `cond` holds for every value of the ranged variables."""
     if not (isinstance(cond, Binary) and cond.op in _COMPARISONS and _is_int(cond.a) and _is_int(cond.b)):
         return False
@@ -46,12 +46,6 @@ def _proven(cond: Expr, ranges: dict[int, int]) -> bool:
         return False
     lo, hi = r
     return {"lt": hi < 0, "le": hi <= 0, "gt": lo > 0, "ge": lo >= 0}[cond.op]
-
-
-def _conjuncts(cond: Expr) -> list[Expr]:
-    if isinstance(cond, Binary) and cond.op == "and":
-        return _conjuncts(cond.a) + _conjuncts(cond.b)
-    return [cond]
 
 
 def _chosen_side(x: Binary, ranges: dict[int, int]) -> Expr | None:
@@ -85,7 +79,7 @@ def _fold_expr(e: Expr, ranges: dict[int, int]) -> Expr:
     return arith.simplify(out) if out is not e and _is_int(out) else out
 
 
-def _inner_ranges(var: Var, extent: Expr, ranges: dict[int, int]) -> dict[int, int]:
+def inner_ranges(var: Var, extent: Expr, ranges: dict[int, int]) -> dict[int, int]:
     """`ranges` plus the loop variable `var` over `extent`, when the extent has a numeric bound."""
     r = arith.numeric_range(extent, ranges)
     return ranges if r is None or r[1] < 1 else {**ranges, id(var): r[1]}
@@ -97,11 +91,11 @@ def fold(s: Stmt, ranges: dict[int, int]) -> Stmt:
         return seq([fold(x, ranges) for x in s.stmts])
     if isinstance(s, For):
         extent = _fold_expr(s.extent, ranges)
-        return For(s.var, extent, s.kind, fold(s.body, _inner_ranges(s.var, extent, ranges)), s.loop_name,
+        return For(s.var, extent, s.kind, fold(s.body, inner_ranges(s.var, extent, ranges)), s.loop_name,
                    s.stage, s.unroll, s.thread_tag, s.streaming)
     if isinstance(s, IfThen):
         body = fold(s.body, ranges)
-        rest = [c for c in _conjuncts(s.cond) if not _proven(c, ranges)]
+        rest = [c for c in conjuncts(s.cond) if not proven(c, ranges)]
         return IfThen(conjunction(rest), body) if rest else body
     if isinstance(s, Allocate):
         return Allocate(s.buffer, fold(s.body, ranges))
@@ -122,9 +116,9 @@ def _bound_items(s: Stmt, v: Var, ranges: dict[int, int], out: list[tuple[Expr, 
             _bound_items(x, v, ranges, out)
     elif isinstance(s, For):
         out.extend((x, ranges) for x in iter_expr(s.extent) if _is_int_min_max(x) and _mentions(x, v))
-        _bound_items(s.body, v, _inner_ranges(s.var, _fold_expr(s.extent, ranges), ranges), out)
+        _bound_items(s.body, v, inner_ranges(s.var, _fold_expr(s.extent, ranges), ranges), out)
     elif isinstance(s, IfThen):
-        out.extend((c, ranges) for c in _conjuncts(s.cond) if _mentions(c, v))
+        out.extend((c, ranges) for c in conjuncts(s.cond) if _mentions(c, v))
         _bound_items(s.body, v, ranges, out)
     elif isinstance(s, Allocate):
         _bound_items(s.body, v, ranges, out)
@@ -134,7 +128,7 @@ def _holds(item: Expr, ranges: dict[int, int]) -> bool:
     """A `min`/`max` whose operands' order is proven, or a proven comparison."""
     if _is_int_min_max(item):
         return _chosen_side(item, ranges) is not None
-    return _proven(item, ranges)
+    return proven(item, ranges)
 
 
 def _has_bounds(s: Stmt) -> bool:
@@ -170,7 +164,7 @@ class _Partitioner:
             if split is not None:
                 self.budget -= 1
                 return self._partition(s, n, split, ranges)
-        return For(s.var, s.extent, s.kind, self.run(s.body, _inner_ranges(s.var, s.extent, ranges)),
+        return For(s.var, s.extent, s.kind, self.run(s.body, inner_ranges(s.var, s.extent, ranges)),
                    s.loop_name, s.stage, s.unroll, s.thread_tag, s.streaming)
 
     @staticmethod

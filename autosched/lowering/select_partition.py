@@ -15,8 +15,8 @@ Only conjuncts that are integer comparisons are used, and a segment's `Select`s 
 from __future__ import annotations
 
 from autosched.lowering.ir import Allocate, For, IfThen, Seq, Stmt, Store, seq
-from autosched.lowering.loop_partition import _conjuncts, _inner_ranges, _proven
-from autosched.lowering.stage_info import conjunction
+from autosched.lowering.loop_partition import inner_ranges, proven
+from autosched.lowering.stage_info import conjunction, conjuncts
 from autosched.lowering.visitors import fresh_vars, iter_expr, map_expr, map_stmt, substitute_stmt
 from autosched.te.expr import Binary, Const, Expr, Select, Var
 
@@ -46,10 +46,10 @@ def _settled(c: Expr, var: Var, start: int, stop: int, ranges: dict[int, int]) -
         return None
     w = Var(var.name, var.dtype)
     around = {**ranges, id(w): stop - start}
-    if _proven(_shifted(c, var, w, start), around):
+    if proven(_shifted(c, var, w, start), around):
         return True
     neg = _negation(c)
-    if neg is not None and _proven(_shifted(neg, var, w, start), around):
+    if neg is not None and proven(_shifted(neg, var, w, start), around):
         return False
     return None
 
@@ -61,14 +61,14 @@ def _select_conjuncts(s: Stmt, var: Var, ranges: dict[int, int], out: list[tuple
         for x in s.stmts:
             _select_conjuncts(x, var, ranges, out)
     elif isinstance(s, For):
-        _select_conjuncts(s.body, var, _inner_ranges(s.var, s.extent, ranges), out)
+        _select_conjuncts(s.body, var, inner_ranges(s.var, s.extent, ranges), out)
     elif isinstance(s, IfThen | Allocate):
         _select_conjuncts(s.body, var, ranges, out)
     elif isinstance(s, Store):
         for e in (s.value, *s.indices):
             for x in iter_expr(e):
                 if isinstance(x, Select):
-                    out.extend((c, ranges) for c in _conjuncts(x.cond)
+                    out.extend((c, ranges) for c in conjuncts(x.cond)
                                if getattr(c, "op", None) in _NEGATED and any(n is var for n in iter_expr(c)))
 
 
@@ -104,13 +104,13 @@ def _fold_selects(s: Stmt, ranges: dict[int, int]) -> Stmt:
     def fold(x: Expr) -> Expr | None:
         if not isinstance(x, Select):
             return None
-        conds = _conjuncts(x.cond)
+        conds = conjuncts(x.cond)
         rest = []
         for c in conds:
-            if _proven(c, ranges):
+            if proven(c, ranges):
                 continue
             neg = _negation(c)
-            if neg is not None and _proven(neg, ranges):
+            if neg is not None and proven(neg, ranges):
                 return x.f
             rest.append(c)
         if not rest:
@@ -120,7 +120,7 @@ def _fold_selects(s: Stmt, ranges: dict[int, int]) -> Stmt:
     if isinstance(s, Seq):
         return seq([_fold_selects(x, ranges) for x in s.stmts])
     if isinstance(s, For):
-        return For(s.var, s.extent, s.kind, _fold_selects(s.body, _inner_ranges(s.var, s.extent, ranges)),
+        return For(s.var, s.extent, s.kind, _fold_selects(s.body, inner_ranges(s.var, s.extent, ranges)),
                    s.loop_name, s.stage, s.unroll, s.thread_tag, s.streaming)
     if isinstance(s, IfThen):
         return IfThen(s.cond, _fold_selects(s.body, ranges))
@@ -160,7 +160,7 @@ class _SelectPartitioner:
             if cuts and len(cuts) < MAX_SEGMENTS:
                 self.budget -= 1
                 return self._split(s, [0, *cuts, n], ranges)
-        return For(s.var, s.extent, s.kind, self.run(s.body, _inner_ranges(s.var, s.extent, ranges)),
+        return For(s.var, s.extent, s.kind, self.run(s.body, inner_ranges(s.var, s.extent, ranges)),
                    s.loop_name, s.stage, s.unroll, s.thread_tag, s.streaming)
 
     def _split(self, s: For, bounds: list[int], ranges: dict[int, int]) -> Stmt:

@@ -88,7 +88,7 @@ def lift_reduction_guards(value: Expr, identity: Const, loop_vars: set[int]) -> 
     the inner loop's bound, and loop partitioning leaves the main iterations a guard-free body."""
     lifted: list[Expr] = []
     while isinstance(value, Select) and isinstance(value.f, Const) and value.f.value == identity.value:
-        conds = _conjuncts(value.cond)
+        conds = conjuncts(value.cond)
         if not all(_bounds_loops(c, loop_vars) for c in conds):
             break
         lifted += conds
@@ -96,9 +96,10 @@ def lift_reduction_guards(value: Expr, identity: Const, loop_vars: set[int]) -> 
     return value, lifted
 
 
-def _conjuncts(cond: Expr) -> list[Expr]:
+def conjuncts(cond: Expr) -> list[Expr]:
+    """The terms of a chain of `and`s."""
     if isinstance(cond, Binary) and cond.op == "and":
-        return _conjuncts(cond.a) + _conjuncts(cond.b)
+        return conjuncts(cond.a) + conjuncts(cond.b)
     return [cond]
 
 
